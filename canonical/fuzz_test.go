@@ -1,0 +1,123 @@
+package canonical
+
+import (
+	"errors"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/gowebpki/jcs"
+)
+
+// intentionalDifferences are the detail errors for which this package
+// rejects input that gowebpki/jcs accepts, by design:
+//   - ErrLossyNumber: jcs silently rounds integer literals beyond 2^53
+//     ("9007199254740993" becomes "9007199254740992") and turns non-zero
+//     literals that underflow ("1e-400") into 0;
+//   - ErrTooDeep: jcs allows 10,000 levels of nesting, the protocol 64.
+var intentionalDifferences = []error{ErrLossyNumber, ErrTooDeep}
+
+func seedTransform(f *testing.F) {
+	n := 0
+	for _, tc := range validCases {
+		f.Add([]byte(tc.in))
+		n++
+	}
+	for _, tc := range invalidCases {
+		f.Add([]byte(tc.in))
+		n++
+	}
+	if n < 50 {
+		f.Fatalf("only %d seeds", n)
+	}
+}
+
+// FuzzTransform checks, for any input, that
+//   - whatever Transform accepts, it returns as a fixed point, and
+//     gowebpki/jcs accepts too and produces the identical bytes;
+//   - whatever gowebpki/jcs accepts and Transform refuses is refused for one
+//     of the documented intentional differences.
+func FuzzTransform(f *testing.F) {
+	seedTransform(f)
+	f.Fuzz(func(t *testing.T, in []byte) {
+		got, err := Transform(in)
+		ref, refErr := jcs.Transform(in)
+		if err != nil {
+			var se *SyntaxError
+			if !errors.As(err, &se) || se.Offset < 0 || se.Offset > int64(len(in)) {
+				t.Fatalf("error %v is not a located *SyntaxError", err)
+			}
+			if refErr == nil && !isIntentional(err) {
+				t.Fatalf("Transform(%q) = %v, but jcs accepts it as %q", in, err, ref)
+			}
+			return
+		}
+		again, err := Transform(got)
+		if err != nil || string(again) != string(got) {
+			t.Fatalf("canonical %q is not a fixed point: %q, %v", got, again, err)
+		}
+		if refErr != nil {
+			t.Fatalf("Transform(%q) = %q, but jcs refuses it: %v", in, got, refErr)
+		}
+		if string(ref) != string(got) {
+			t.Fatalf("Transform(%q) = %q, jcs = %q", in, got, ref)
+		}
+	})
+}
+
+func isIntentional(err error) bool {
+	for _, d := range intentionalDifferences {
+		if errors.Is(err, d) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestIntentionalDifferences pins each documented difference from
+// gowebpki/jcs to an input: jcs accepts it, Transform refuses it.
+func TestIntentionalDifferences(t *testing.T) {
+	for in, want := range map[string]error{
+		`9007199254740993`:                ErrLossyNumber,
+		`18446744073709551616`:            ErrLossyNumber,
+		`[1e-400]`:                        ErrLossyNumber,
+		repeat("[", 65) + repeat("]", 65): ErrTooDeep,
+	} {
+		if _, err := jcs.Transform([]byte(in)); err != nil {
+			t.Errorf("jcs refuses %.20q (%v): the difference is gone, update the docs", in, err)
+		}
+		if _, err := Transform([]byte(in)); !errors.Is(err, want) {
+			t.Errorf("Transform(%.20q) = %v, want %v", in, err, want)
+		}
+	}
+}
+
+// FuzzEncoder checks that whatever the Append functions emit, Transform
+// accepts and returns unchanged.
+func FuzzEncoder(f *testing.F) {
+	f.Add("", 0.0, int64(0))
+	f.Add("a\"\\\x00\x1f\u2028😀", -0.0, int64(-1))
+	f.Add("\xff", 1e21, int64(1)<<60)
+	f.Add("A\u030a", 5e-324, int64(9007199254740993))
+	f.Fuzz(func(t *testing.T, s string, x float64, n int64) {
+		out := []byte(`{"a":`)
+		out, err := AppendString(out, s)
+		if err != nil {
+			if utf8.ValidString(s) {
+				t.Fatalf("AppendString(%q): %v", s, err)
+			}
+			return
+		}
+		out = append(out, `,"b":`...)
+		out, err = AppendFloat(out, x)
+		if err != nil {
+			return // NaN or infinity
+		}
+		out = append(out, `,"c":`...)
+		out = AppendInt(out, n)
+		out = append(out, '}')
+		got, err := Transform(out)
+		if err != nil || string(got) != string(out) {
+			t.Fatalf("encoder output %q: Transform = %q, %v", out, got, err)
+		}
+	})
+}

@@ -1,0 +1,65 @@
+// Package sourcecatalog holds the wire constants and the error classes of the
+// YachtMemory Source Catalog protocol v2 (draft 0.1.0).
+//
+// A vessel's on-board controller periodically discovers which Signal K paths
+// and sources it currently selects and ships that inventory, the source
+// catalog, to a shore server. One discovery cycle produces one snapshot: a
+// manifest and up to [MaxChunks] content-hashed chunks of records. The pieces
+// travel through a transactional outbox and may arrive in any order,
+// duplicated or retried. The receiver stages them durably, answers identical
+// retries idempotently, refuses conflicting bytes, and a resumable finalize
+// step verifies the complete set and atomically activates it for the vessel.
+// Older revisions never overwrite newer ones and history is never lost.
+//
+// # Packages
+//
+//   - canonical: RFC 8785 canonical JSON — a strict transform of arbitrary
+//     JSON text and the append helpers the typed encoders use.
+//   - catalog: path, source and observation records; validation, the
+//     canonical global order and the integrity rules.
+//   - envelope: the manifest and chunk wire format, strict decoders, the
+//     greedy chunker that enforces the hard limits, hashes and Verify.
+//   - outbox: the on-board side — one transaction per discovery cycle and a
+//     publisher behind a capability gate.
+//   - finalize: the receiver's state machine over a storage-agnostic Store;
+//     finalize/memstore is the in-memory reference store and
+//     finalize/finalizetest the conformance suite every Store must pass.
+//   - mysqlstore: the MySQL/MariaDB (InnoDB) stores and the _v2 schema.
+//   - cmd/sourcecatalog: the command-line tool.
+//
+// # Errors
+//
+// Every failure the packages report wraps one of the class sentinels declared
+// here, so callers branch with [errors.Is]. Failures located in a snapshot are
+// an [*Error] that says where: chunk index, record index and field. Error
+// texts may change between versions; the classes do not.
+package sourcecatalog
+
+// Wire constants of protocol v2.
+const (
+	// Protocol is the value of every manifest's and chunk's "protocol" field.
+	Protocol = "yachtmemory.source-catalog.v2"
+
+	// ManifestEntityType and ChunkEntityType name the outbox entities that
+	// carry a manifest and a chunk.
+	ManifestEntityType = "signalk_catalog_manifest_v2"
+	ChunkEntityType    = "signalk_catalog_chunk_v2"
+
+	// Scope and Coverage are the only accepted values of the manifest's
+	// "scope" and "inventory_coverage". Other values are a future protocol
+	// version's and are refused with ErrUnsupported.
+	Scope    = "current-selected-sources"
+	Coverage = "selected-only"
+)
+
+// Hard limits of protocol v2. Exceeding any of them fails closed; nothing is
+// ever truncated or dropped.
+const (
+	MaxChunks          = 256   // chunks per snapshot
+	MaxRecordsPerChunk = 100   // records per chunk
+	MaxChunkBody       = 16384 // bytes of a chunk's canonical {"records":[...]}
+	MaxRecords         = 25600 // records per snapshot
+	MaxRequest         = 32768 // bytes of one complete wrapped outbox request
+	MaxRevision        = 1<<53 - 1
+	MaxDepth           = 64 // nesting of JSON arrays and objects
+)

@@ -1,0 +1,138 @@
+package sourcecatalog
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+)
+
+// Error classes. Every error returned by this module's packages wraps exactly
+// one of them; test with errors.Is.
+var (
+	// ErrMalformedJSON: the bytes are not strict JSON (see package canonical
+	// for the rules, which are stricter than RFC 8259).
+	ErrMalformedJSON = errors.New("malformed JSON")
+	// ErrUnknownField: an object carries a member the protocol does not define.
+	ErrUnknownField = errors.New("unknown field")
+	// ErrMissingField: a required member is absent.
+	ErrMissingField = errors.New("missing field")
+	// ErrInvalidValue: a member has the wrong JSON type or a value outside its
+	// domain (a UUID that is not lowercase 8-4-4-4-12, 42.0 for an integer, a
+	// path with an empty segment, ...).
+	ErrInvalidValue = errors.New("invalid value")
+	// ErrLimitExceeded: a hard protocol limit (chunks, records, body bytes)
+	// would be exceeded.
+	ErrLimitExceeded = errors.New("limit exceeded")
+	// ErrRecordTooLarge: one record cannot fit alone in a chunk, in its
+	// canonical body or in its wrapped outbox request.
+	ErrRecordTooLarge = errors.New("record too large")
+	// ErrHashMismatch: a payload or document hash does not match the bytes.
+	ErrHashMismatch = errors.New("hash mismatch")
+	// ErrIntegrity: the records of a snapshot break an integrity rule
+	// (uniqueness, one observation per path, resolution, order, index set).
+	ErrIntegrity = errors.New("integrity violation")
+	// ErrUnsupported: a capability this protocol version does not support
+	// (another protocol, scope or inventory coverage).
+	ErrUnsupported = errors.New("unsupported capability")
+	// ErrIncompleteScan: the discovery scan reported truncation or
+	// pagination uncertainty, or a manifest does not claim transport
+	// completeness. Nothing partial is ever built or activated.
+	ErrIncompleteScan = errors.New("incomplete scan")
+	// ErrForeignVessel: a message names another vessel than the one its
+	// origin was authenticated as.
+	ErrForeignVessel = errors.New("foreign vessel")
+	// ErrUnregisteredVessel: the vessel is not a registered telemetry vessel.
+	ErrUnregisteredVessel = errors.New("unregistered vessel")
+	// ErrConflict: other bytes were already accepted for the same snapshot
+	// and chunk index, or another manifest for the same snapshot.
+	ErrConflict = errors.New("conflict")
+	// ErrRevisionConflict: a snapshot claims the active revision with a
+	// different document.
+	ErrRevisionConflict = errors.New("revision conflict")
+	// ErrStagingExhausted: a per-vessel staging bound would be exceeded.
+	ErrStagingExhausted = errors.New("staging exhausted")
+	// ErrStoreUnavailable: the store is locked, poisoned or otherwise cannot
+	// serve the request; the operation changed nothing and may be retried.
+	ErrStoreUnavailable = errors.New("store unavailable")
+)
+
+// NoIndex marks an absent chunk or record index in an [Error].
+const NoIndex = -1
+
+// An Error is a failure located in a snapshot. It wraps its class (one of the
+// Err sentinels) and, when there is one, the underlying cause.
+//
+// Chunk and Record are zero-based indexes, or NoIndex when they do not apply.
+// Record counts within the chunk when Chunk is set, and within the whole
+// record sequence otherwise. Field names the member, as a JSON field name.
+type Error struct {
+	Class  error
+	Chunk  int
+	Record int
+	Field  string
+	Detail string // a bounded description; never echoes unbounded input
+	Err    error  // the cause, or nil
+}
+
+// Errorf returns an *Error of the given class with no location; use the
+// With methods to add one.
+func Errorf(class error, detail string) *Error {
+	return &Error{Class: class, Chunk: NoIndex, Record: NoIndex, Detail: detail}
+}
+
+// Wrap returns an *Error of the given class caused by err.
+func Wrap(class error, err error) *Error {
+	return &Error{Class: class, Chunk: NoIndex, Record: NoIndex, Err: err}
+}
+
+// InChunk returns a copy of e located in chunk i.
+func (e *Error) InChunk(i int) *Error { c := *e; c.Chunk = i; return &c }
+
+// AtRecord returns a copy of e located at record i.
+func (e *Error) AtRecord(i int) *Error { c := *e; c.Record = i; return &c }
+
+// AtField returns a copy of e located at field name.
+func (e *Error) AtField(name string) *Error { c := *e; c.Field = name; return &c }
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString("sourcecatalog: ")
+	if loc := e.Location(); loc != "" {
+		b.WriteString(loc)
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Class.Error())
+	if e.Detail != "" {
+		b.WriteString(": ")
+		b.WriteString(e.Detail)
+	}
+	if e.Err != nil {
+		b.WriteString(": ")
+		b.WriteString(e.Err.Error())
+	}
+	return b.String()
+}
+
+// Location renders where the error is, for example `chunk 3 record 17 field
+// "unit"`, or "" when the error has no location.
+func (e *Error) Location() string {
+	var parts []string
+	if e.Chunk != NoIndex {
+		parts = append(parts, "chunk "+strconv.Itoa(e.Chunk))
+	}
+	if e.Record != NoIndex {
+		parts = append(parts, "record "+strconv.Itoa(e.Record))
+	}
+	if e.Field != "" {
+		parts = append(parts, "field "+strconv.Quote(e.Field))
+	}
+	return strings.Join(parts, " ")
+}
+
+// Unwrap returns the class and, when present, the cause.
+func (e *Error) Unwrap() []error {
+	if e.Err == nil {
+		return []error{e.Class}
+	}
+	return []error{e.Class, e.Err}
+}
