@@ -136,3 +136,23 @@ func (e *Error) Unwrap() []error {
 	}
 	return []error{e.Class, e.Err}
 }
+
+// Problems flattens err — a single error or a tree joined with errors.Join —
+// into its located errors, in order. Errors that are not an *Error are
+// returned wrapped in one with no location.
+func Problems(err error) []*Error {
+	if err == nil {
+		return nil
+	}
+	if e, ok := err.(*Error); ok {
+		return []*Error{e}
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []*Error
+		for _, inner := range j.Unwrap() {
+			out = append(out, Problems(inner)...)
+		}
+		return out
+	}
+	return []*Error{{Class: err, Chunk: NoIndex, Record: NoIndex}}
+}

@@ -53,7 +53,7 @@ func appendEscaped(dst []byte, s string) []byte {
 
 // EscapedLen returns the number of bytes AppendString adds for s, quotes
 // included.
-func EscapedLen(s string) int {
+func EscapedLen[T string | []byte](s T) int {
 	n := len(s) + 2
 	for i := 0; i < len(s); i++ {
 		c := s[i]

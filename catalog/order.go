@@ -1,0 +1,164 @@
+package catalog
+
+import (
+	"errors"
+	"slices"
+	"strings"
+
+	"github.com/yachtmemory/sourcecatalog"
+)
+
+// Compare orders records canonically: paths by path, then sources by
+// source_ref, then observations by path and source_ref, all bytewise. It
+// returns 0 exactly when the two records have the same identity.
+func Compare(a, b *Record) int {
+	if a.kind != b.kind {
+		return int(a.kind) - int(b.kind)
+	}
+	if c := strings.Compare(a.path, b.path); c != 0 {
+		return c
+	}
+	return strings.Compare(a.sourceRef, b.sourceRef)
+}
+
+// Sort puts records in canonical global order, in place.
+func Sort(records []*Record) { slices.SortFunc(records, Compare) }
+
+// IsSorted reports whether records are in strictly increasing canonical
+// order (sorted, no two with the same identity).
+func IsSorted(records []*Record) bool {
+	for i := 1; i < len(records); i++ {
+		if Compare(records[i-1], records[i]) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// MaxProblems bounds how many problems Check reports.
+const MaxProblems = 100
+
+// Check verifies that records are in canonical global order and satisfy
+// every integrity rule: unique paths and source_refs, exactly one
+// observation per path, every observation resolves to a path and a source
+// record, and every source is referenced by an observation.
+//
+// It returns nil or an error wrapping sourcecatalog.ErrIntegrity that joins
+// one *sourcecatalog.Error per problem (at most MaxProblems), each with the
+// index of the record in records. Check runs in linear time plus a binary
+// search per observation.
+func Check(records []*Record) error {
+	var c checker
+	c.run(records)
+	return c.err()
+}
+
+type checker struct {
+	problems []error
+	dropped  int
+}
+
+func (c *checker) add(i int, field, detail string) {
+	if len(c.problems) >= MaxProblems {
+		c.dropped++
+		return
+	}
+	c.problems = append(c.problems, sourcecatalog.Errorf(sourcecatalog.ErrIntegrity, detail).AtRecord(i).AtField(field))
+}
+
+func (c *checker) err() error {
+	if len(c.problems) == 0 {
+		return nil
+	}
+	if c.dropped > 0 {
+		c.problems = append(c.problems, sourcecatalog.Errorf(sourcecatalog.ErrIntegrity, "further problems not reported"))
+	}
+	if len(c.problems) == 1 {
+		return c.problems[0]
+	}
+	return errors.Join(c.problems...)
+}
+
+func (c *checker) run(records []*Record) {
+	// Order and uniqueness; the order also splits the three sections.
+	for i := 1; i < len(records); i++ {
+		a, b := records[i-1], records[i]
+		switch d := Compare(a, b); {
+		case d == 0 && b.kind == KindPath:
+			c.add(i, "path", "duplicate path")
+		case d == 0 && b.kind == KindSource:
+			c.add(i, "source_ref", "duplicate source_ref")
+		case d == 0:
+			c.add(i, "path", "duplicate observation")
+		case d < 0 && a.kind == KindObservation && a.path == b.path:
+			c.add(i, "path", "more than one observation for the path")
+		case d > 0:
+			c.add(i, "", "record out of canonical order")
+		}
+	}
+	if len(c.problems) > 0 && !sortedLoose(records) {
+		return // the sections cannot be told apart; the order problems say enough
+	}
+	paths := runEnd(records, 0, KindPath)
+	sources := runEnd(records, paths, KindSource) // observations follow
+
+	// Every path has an observation and every observation a path: a merge of
+	// two sorted runs. Duplicates were reported above and are skipped here.
+	p, o := 0, sources
+	for p < paths || o < len(records) {
+		switch {
+		case o >= len(records) || p < paths && records[p].path < records[o].path:
+			c.add(p, "path", "path has no observation")
+		case p >= paths || records[o].path < records[p].path:
+			c.add(o, "path", "observation of a path with no path record")
+			for o++; o < len(records) && records[o].path == records[o-1].path; o++ {
+			}
+			continue
+		default:
+			for o < len(records) && records[o].path == records[p].path {
+				o++
+			}
+		}
+		for p++; p < paths && records[p].path == records[p-1].path; p++ {
+		}
+	}
+
+	// Every observation's source exists; every source is referenced.
+	srcs := records[paths:sources]
+	referenced := make([]bool, len(srcs))
+	for i := sources; i < len(records); i++ {
+		k, found := slices.BinarySearchFunc(srcs, records[i].sourceRef, func(r *Record, ref string) int {
+			return strings.Compare(r.sourceRef, ref)
+		})
+		if !found {
+			c.add(i, "source_ref", "observation of an unknown source")
+			continue
+		}
+		referenced[k] = true
+	}
+	for k, ok := range referenced {
+		if !ok {
+			c.add(paths+k, "source_ref", "source not referenced by any observation")
+		}
+	}
+}
+
+// sortedLoose reports whether records are sorted allowing equal neighbours,
+// which is enough to split them into the three kind sections.
+func sortedLoose(records []*Record) bool {
+	for i := 1; i < len(records); i++ {
+		if Compare(records[i-1], records[i]) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// runEnd returns the end of the run of kind records starting at from.
+func runEnd(records []*Record, from int, kind Kind) int {
+	end := from
+	for end < len(records) && records[end].kind == kind {
+		end++
+	}
+	return end
+}

@@ -1,0 +1,191 @@
+package envelope
+
+import (
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/yachtmemory/sourcecatalog"
+	"github.com/yachtmemory/sourcecatalog/catalog"
+)
+
+// A Snapshot is a manifest with its complete chunk set, in index order.
+type Snapshot struct {
+	Manifest Manifest
+	Chunks   []*Chunk
+}
+
+// Input is what one discovery cycle hands to Build.
+type Input struct {
+	VesselID     uuid.UUID
+	SnapshotID   uuid.UUID // random (version 4), kept across retries of the cycle
+	Revision     int64
+	DiscoveredAt time.Time
+	Records      []*catalog.Record // validated records, in any order
+
+	// Truncated and PaginationUncertain report what the discovery scan
+	// saw. Either one set makes Build fail with ErrIncompleteScan: a
+	// complete manifest is never emitted for a partial scan.
+	Truncated           bool
+	PaginationUncertain bool
+}
+
+// An Option configures Build.
+type Option func(*config)
+
+type config struct {
+	wrapper Wrapper
+}
+
+// WithWrapper makes Build measure outbox requests with w instead of
+// DefaultWrapper.
+func WithWrapper(w Wrapper) Option { return func(c *config) { c.wrapper = w } }
+
+// Build orders the records canonically, checks their integrity, cuts them
+// into chunks and computes the payload and document hashes.
+//
+// It fails, building nothing, with ErrIncompleteScan when the scan was
+// incomplete; ErrInvalidValue for a header field out of its domain;
+// ErrIntegrity when the records break an integrity rule (the record index
+// is the position in in.Records); ErrLimitExceeded for more than MaxRecords
+// records or MaxChunks chunks; and ErrRecordTooLarge when one record cannot
+// fit alone in a chunk. The caller's slice is not modified.
+func Build(in Input, opts ...Option) (*Snapshot, error) {
+	cfg := config{wrapper: DefaultWrapper{}}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if in.Truncated || in.PaginationUncertain {
+		return nil, sourcecatalog.Errorf(sourcecatalog.ErrIncompleteScan, "the scan reported truncation or pagination uncertainty")
+	}
+	m := Manifest{
+		VesselID: in.VesselID, SnapshotID: in.SnapshotID, Revision: in.Revision,
+		DiscoveredAt: in.DiscoveredAt.UTC(), ChunkCount: 1, RecordCount: len(in.Records),
+	}
+	if len(in.Records) > sourcecatalog.MaxRecords {
+		return nil, sourcecatalog.Errorf(sourcecatalog.ErrLimitExceeded, "more than 25600 records").AtField("records")
+	}
+	if err := m.Check(); err != nil {
+		return nil, err
+	}
+	records, order := sortRecords(in.Records)
+	if err := catalog.Check(records); err != nil {
+		return nil, relocate(err, order)
+	}
+	h := newChunkHeader(m.VesselID, m.SnapshotID, m.Revision)
+	chunks, err := cut(h, records, cfg.wrapper)
+	if err != nil {
+		return nil, relocate(err, order)
+	}
+	m.ChunkCount = len(chunks)
+	m.DocumentSHA256 = BodyDigest(records)
+	if cfg.wrapper.WrappedSize(sourcecatalog.ManifestEntityType, ManifestKey(m.SnapshotID), m.Canonical()) > sourcecatalog.MaxRequest {
+		return nil, sourcecatalog.Errorf(sourcecatalog.ErrLimitExceeded, "the wrapped manifest exceeds the request limit")
+	}
+	return &Snapshot{Manifest: m, Chunks: chunks}, nil
+}
+
+// sortRecords returns the records in canonical order and, for each, its
+// position in the input.
+func sortRecords(in []*catalog.Record) ([]*catalog.Record, []int32) {
+	order := make([]int32, len(in))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(a, b int32) int { return catalog.Compare(in[a], in[b]) })
+	records := make([]*catalog.Record, len(in))
+	for i, k := range order {
+		records[i] = in[k]
+	}
+	return records, order
+}
+
+// relocate maps the record indexes of err's problems from sorted positions
+// back to input positions.
+func relocate(err error, order []int32) error {
+	problems := sourcecatalog.Problems(err)
+	out := make([]error, len(problems))
+	for i, p := range problems {
+		if p.Record != sourcecatalog.NoIndex {
+			p = p.AtRecord(int(order[p.Record]))
+		}
+		out[i] = p
+	}
+	return joinErrors(out)
+}
+
+func joinErrors(errs []error) error {
+	switch len(errs) {
+	case 0:
+		return nil
+	case 1:
+		return errs[0]
+	}
+	return errors.Join(errs...)
+}
+
+// cut is the greedy chunker: each chunk takes records in order until one
+// more would exceed a limit. For contiguous runs, greedy packing yields the
+// fewest chunks.
+func cut(h *chunkHeader, records []*catalog.Record, w Wrapper) ([]*Chunk, error) {
+	var chunks []*Chunk
+	for start := 0; start < len(records) || len(chunks) == 0; {
+		if len(chunks) == sourcecatalog.MaxChunks {
+			return nil, sourcecatalog.Errorf(sourcecatalog.ErrLimitExceeded, "the records need more than 256 chunks")
+		}
+		end := bodyFit(records, start)
+		if end == start && start < len(records) {
+			return nil, tooLarge(start, "canonical body")
+		}
+		c := newChunk(h, len(chunks), records[start:end:end], BodyDigest(records[start:end]))
+		if !fits(w, c) {
+			// The wrapped request is the binding limit: find the longest
+			// prefix that fits. Size is monotonic in the prefix length.
+			lo, hi := start, end-1 // records[start:lo] fits (or lo == start); [start:hi+1] does not
+			for lo < hi {
+				mid := (lo + hi + 1) / 2
+				if fits(w, newChunk(h, len(chunks), records[start:mid:mid], BodyDigest(records[start:mid]))) {
+					lo = mid
+				} else {
+					hi = mid - 1
+				}
+			}
+			if lo == start {
+				return nil, tooLarge(start, "wrapped outbox request")
+			}
+			end = lo
+			c = newChunk(h, len(chunks), records[start:end:end], BodyDigest(records[start:end]))
+		}
+		chunks = append(chunks, c)
+		start = end
+	}
+	return chunks, nil
+}
+
+// bodyFit returns the end of the longest run from start that respects the
+// record and body limits.
+func bodyFit(records []*catalog.Record, start int) int {
+	size := len(bodyOpen) + len(bodyClose)
+	end := start
+	for end < len(records) && end-start < sourcecatalog.MaxRecordsPerChunk {
+		add := len(records[end].Canonical())
+		if end > start {
+			add++ // comma
+		}
+		if size+add > sourcecatalog.MaxChunkBody {
+			break
+		}
+		size += add
+		end++
+	}
+	return end
+}
+
+func fits(w Wrapper, c *Chunk) bool {
+	return w.WrappedSize(sourcecatalog.ChunkEntityType, ChunkKey(c.snapshotID, c.index), c.canon) <= sourcecatalog.MaxRequest
+}
+
+func tooLarge(i int, limit string) error {
+	return sourcecatalog.Errorf(sourcecatalog.ErrRecordTooLarge, "the record alone exceeds the "+limit+" limit").AtRecord(i)
+}

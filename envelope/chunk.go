@@ -1,0 +1,222 @@
+package envelope
+
+import (
+	"crypto/sha256"
+	"hash"
+	"strconv"
+
+	"github.com/google/uuid"
+	"github.com/yachtmemory/sourcecatalog"
+	"github.com/yachtmemory/sourcecatalog/canonical"
+	"github.com/yachtmemory/sourcecatalog/catalog"
+)
+
+// A Chunk is one contiguous run of a snapshot's records. Chunks come from
+// Build and DecodeChunk, which guarantee that the payload hash matches the
+// records; a Chunk is immutable and safe for concurrent use.
+type Chunk struct {
+	vesselID   uuid.UUID
+	snapshotID uuid.UUID
+	revision   int64
+	index      int
+	records    []*catalog.Record
+	payload    canonical.Digest
+	canon      []byte
+}
+
+// VesselID returns the chunk's vessel_id.
+func (c *Chunk) VesselID() uuid.UUID { return c.vesselID }
+
+// SnapshotID returns the chunk's snapshot_id.
+func (c *Chunk) SnapshotID() uuid.UUID { return c.snapshotID }
+
+// Revision returns the chunk's revision.
+func (c *Chunk) Revision() int64 { return c.revision }
+
+// Index returns the chunk's zero-based chunk_index.
+func (c *Chunk) Index() int { return c.index }
+
+// Records returns the chunk's records in canonical order. The caller must
+// not modify the slice.
+func (c *Chunk) Records() []*catalog.Record { return c.records }
+
+// PayloadSHA256 returns the hash of the chunk's canonical body.
+func (c *Chunk) PayloadSHA256() canonical.Digest { return c.payload }
+
+// Canonical returns the chunk's canonical bytes, the payload of its outbox
+// entity. The caller must not modify them.
+func (c *Chunk) Canonical() []byte { return c.canon }
+
+// BodyLen returns the length of the chunk's canonical body,
+// {"records":[...]}, which MaxChunkBody bounds.
+func (c *Chunk) BodyLen() int { return bodyLen(c.records) }
+
+const (
+	bodyOpen  = `{"records":[`
+	bodyClose = `]}`
+)
+
+func bodyLen(records []*catalog.Record) int {
+	n := len(bodyOpen) + len(bodyClose)
+	for i, r := range records {
+		if i > 0 {
+			n++
+		}
+		n += len(r.Canonical())
+	}
+	return n
+}
+
+// writeBody writes the canonical {"records":[...]} of records to h.
+func writeBody(h hash.Hash, records []*catalog.Record) {
+	h.Write([]byte(bodyOpen))
+	for i, r := range records {
+		if i > 0 {
+			h.Write([]byte{','})
+		}
+		h.Write(r.Canonical())
+	}
+	h.Write([]byte(bodyClose))
+}
+
+// BodyDigest returns the SHA-256 of the canonical {"records":[...]} of
+// records: a chunk's payload_sha256 or, over all records of a snapshot in
+// canonical order, its document_sha256.
+func BodyDigest(records []*catalog.Record) canonical.Digest {
+	h := sha256.New()
+	writeBody(h, records)
+	var d canonical.Digest
+	h.Sum(d[:0])
+	return d
+}
+
+// newChunk assembles a chunk and its canonical bytes; the caller guarantees
+// that payload is the digest of records.
+func newChunk(h *chunkHeader, index int, records []*catalog.Record, payload canonical.Digest) *Chunk {
+	c := &Chunk{
+		vesselID: h.vesselID, snapshotID: h.snapshotID, revision: h.revision,
+		index: index, records: records, payload: payload,
+	}
+	b := make([]byte, 0, bodyLen(records)+len(h.tail)+120)
+	b = append(b, `{"chunk_index":`...)
+	b = strconv.AppendInt(b, int64(index), 10)
+	b = append(b, `,"payload_sha256":"`...)
+	b = payload.AppendHex(b)
+	b = append(b, `","protocol":"`+sourcecatalog.Protocol+`","records":[`...)
+	for i, r := range records {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, r.Canonical()...)
+	}
+	b = append(b, ']')
+	c.canon = append(b, h.tail...)
+	return c
+}
+
+// chunkHeader holds what every chunk of a snapshot shares, with the
+// canonical text that follows the records array.
+type chunkHeader struct {
+	vesselID   uuid.UUID
+	snapshotID uuid.UUID
+	revision   int64
+	tail       []byte // ,"revision":R,"snapshot_id":"S","vessel_id":"V"}
+}
+
+func newChunkHeader(vessel, snapshot uuid.UUID, revision int64) *chunkHeader {
+	t := make([]byte, 0, 112)
+	t = append(t, `,"revision":`...)
+	t = strconv.AppendInt(t, revision, 10)
+	t = append(t, `,"snapshot_id":"`...)
+	t = append(t, snapshot.String()...)
+	t = append(t, `","vessel_id":"`...)
+	t = append(t, vessel.String()...)
+	t = append(t, `"}`...)
+	return &chunkHeader{vesselID: vessel, snapshotID: snapshot, revision: revision, tail: t}
+}
+
+var chunkFields = []string{"chunk_index", "payload_sha256", "protocol", "records", "revision", "snapshot_id", "vessel_id"}
+
+// DecodeChunk strictly decodes a chunk from JSON text in any member order
+// and whitespace, with the rules of DecodeManifest. It also refuses more than
+// MaxRecordsPerChunk records or a body over MaxChunkBody bytes
+// (ErrLimitExceeded), any invalid record (located by record index), and a
+// payload_sha256 that does not match the canonical body (ErrHashMismatch).
+// Errors found after chunk_index was read carry it.
+func DecodeChunk(raw []byte) (*Chunk, error) {
+	v, err := parseMessage(raw)
+	if err != nil {
+		return nil, err
+	}
+	mems, err := object(&v, chunkFields)
+	if err != nil {
+		return nil, err
+	}
+	var (
+		index    = sourcecatalog.NoIndex
+		vessel   uuid.UUID
+		snapshot uuid.UUID
+		revision int64
+		payload  canonical.Digest
+		records  *canonical.Value
+	)
+	// Read chunk_index first so later errors can say where they are.
+	n, err := integer(&mems[0].Value, "chunk_index", 0, sourcecatalog.MaxChunks-1)
+	if err != nil {
+		return nil, err
+	}
+	index = int(n)
+	located := func(err error) error {
+		if e, ok := err.(*sourcecatalog.Error); ok {
+			return e.InChunk(index)
+		}
+		return err
+	}
+	for i := 1; i < len(mems); i++ {
+		val := &mems[i].Value
+		switch name := mems[i].Name; name {
+		case "payload_sha256":
+			err = digestField(val, name, &payload)
+		case "protocol":
+			err = constant(val, name, sourcecatalog.Protocol)
+		case "records":
+			if val.Kind() != canonical.Array {
+				err = invalid(name, "must be an array")
+			}
+			records = val
+		case "revision":
+			revision, err = integer(val, name, 1, sourcecatalog.MaxRevision)
+		case "snapshot_id":
+			if snapshot, err = uuidField(val, name); err == nil {
+				err = checkSnapshotID(snapshot)
+			}
+		case "vessel_id":
+			vessel, err = uuidField(val, name)
+		}
+		if err != nil {
+			return nil, located(err)
+		}
+	}
+	elems := records.Elems()
+	if len(elems) > sourcecatalog.MaxRecordsPerChunk {
+		return nil, located(sourcecatalog.Errorf(sourcecatalog.ErrLimitExceeded, "more than 100 records").AtField("records"))
+	}
+	recs := make([]*catalog.Record, len(elems))
+	for i := range elems {
+		r, err := catalog.FromValue(&elems[i])
+		if err != nil {
+			if e, ok := err.(*sourcecatalog.Error); ok {
+				return nil, e.InChunk(index).AtRecord(i)
+			}
+			return nil, located(err)
+		}
+		recs[i] = r
+	}
+	if bodyLen(recs) > sourcecatalog.MaxChunkBody {
+		return nil, located(sourcecatalog.Errorf(sourcecatalog.ErrLimitExceeded, "canonical body larger than 16384 bytes").AtField("records"))
+	}
+	if BodyDigest(recs) != payload {
+		return nil, located(sourcecatalog.Errorf(sourcecatalog.ErrHashMismatch, "payload_sha256 does not match the canonical body").AtField("payload_sha256"))
+	}
+	return newChunk(newChunkHeader(vessel, snapshot, revision), index, recs, payload), nil
+}

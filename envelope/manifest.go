@@ -1,0 +1,180 @@
+package envelope
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/yachtmemory/sourcecatalog"
+	"github.com/yachtmemory/sourcecatalog/canonical"
+)
+
+// A Manifest is the header of a snapshot. Its protocol, scope,
+// inventory_coverage and transport_complete members have one accepted value
+// each in protocol v2 and are therefore implied, not stored.
+type Manifest struct {
+	VesselID       uuid.UUID
+	SnapshotID     uuid.UUID // random (version 4)
+	Revision       int64     // 1..2^53-1, monotonic per vessel
+	DiscoveredAt   time.Time // not an ordering key
+	ChunkCount     int       // 1..MaxChunks
+	RecordCount    int       // 0..MaxRecords
+	DocumentSHA256 canonical.Digest
+}
+
+var manifestFields = []string{
+	"chunk_count", "discovered_at_utc", "document_sha256", "inventory_coverage",
+	"protocol", "record_count", "revision", "scope", "snapshot_id",
+	"transport_complete", "vessel_id",
+}
+
+// Canonical returns the manifest's canonical bytes, the payload of its outbox
+// entity.
+func (m *Manifest) Canonical() []byte {
+	b := make([]byte, 0, 420)
+	b = append(b, `{"chunk_count":`...)
+	b = strconv.AppendInt(b, int64(m.ChunkCount), 10)
+	b = append(b, `,"discovered_at_utc":"`...)
+	b = append(b, FormatTime(m.DiscoveredAt)...)
+	b = append(b, `","document_sha256":"`...)
+	b = m.DocumentSHA256.AppendHex(b)
+	b = append(b, `","inventory_coverage":"`+sourcecatalog.Coverage+`","protocol":"`+sourcecatalog.Protocol+`","record_count":`...)
+	b = strconv.AppendInt(b, int64(m.RecordCount), 10)
+	b = append(b, `,"revision":`...)
+	b = strconv.AppendInt(b, m.Revision, 10)
+	b = append(b, `,"scope":"`+sourcecatalog.Scope+`","snapshot_id":"`...)
+	b = append(b, m.SnapshotID.String()...)
+	b = append(b, `","transport_complete":true,"vessel_id":"`...)
+	b = append(b, m.VesselID.String()...)
+	return append(b, `"}`...)
+}
+
+// Check validates every field of m against the protocol's domains.
+func (m *Manifest) Check() error {
+	if err := checkVesselID(m.VesselID); err != nil {
+		return err
+	}
+	if err := checkSnapshotID(m.SnapshotID); err != nil {
+		return err
+	}
+	if err := checkRevision(m.Revision); err != nil {
+		return err
+	}
+	if err := checkTime(m.DiscoveredAt); err != nil {
+		return err
+	}
+	if m.ChunkCount < 1 || m.ChunkCount > sourcecatalog.MaxChunks {
+		return sourcecatalog.Errorf(sourcecatalog.ErrLimitExceeded, "must be in 1..256").AtField("chunk_count")
+	}
+	if m.RecordCount < 0 || m.RecordCount > sourcecatalog.MaxRecords {
+		return sourcecatalog.Errorf(sourcecatalog.ErrLimitExceeded, "must be in 0..25600").AtField("record_count")
+	}
+	return nil
+}
+
+func checkTime(t time.Time) error {
+	if t.IsZero() {
+		return invalid("discovered_at_utc", "must be set")
+	}
+	if _, err := ParseTime(FormatTime(t)); err != nil {
+		return invalid("discovered_at_utc", "year out of range")
+	}
+	return nil
+}
+
+// MaxMessageSize bounds the raw JSON text the decoders accept, whitespace
+// included; larger input is refused with ErrLimitExceeded before parsing.
+// Canonical messages are at most MaxRequest bytes.
+const MaxMessageSize = 4 * sourcecatalog.MaxRequest
+
+func parseMessage(raw []byte) (canonical.Value, error) {
+	if len(raw) > MaxMessageSize {
+		return canonical.Value{}, sourcecatalog.Errorf(sourcecatalog.ErrLimitExceeded, "message larger than "+strconv.Itoa(MaxMessageSize)+" bytes")
+	}
+	v, err := canonical.Parse(raw)
+	if err != nil {
+		return canonical.Value{}, sourcecatalog.Wrap(sourcecatalog.ErrMalformedJSON, err)
+	}
+	return v, nil
+}
+
+// DecodeManifest strictly decodes a manifest from JSON text in any member
+// order and whitespace. It refuses unknown, missing and duplicate members,
+// wrong JSON types, integers spelled other than as digits, non-canonical
+// UUIDs and timestamps, values out of range, another protocol, scope or
+// coverage (ErrUnsupported), and transport_complete other than true
+// (ErrIncompleteScan).
+func DecodeManifest(raw []byte) (Manifest, error) {
+	v, err := parseMessage(raw)
+	if err != nil {
+		return Manifest{}, err
+	}
+	mems, err := object(&v, manifestFields)
+	if err != nil {
+		return Manifest{}, err
+	}
+	var m Manifest
+	for i := range mems {
+		if err := m.decodeField(mems[i].Name, &mems[i].Value); err != nil {
+			return Manifest{}, err
+		}
+	}
+	if err := m.Check(); err != nil {
+		return Manifest{}, err
+	}
+	return m, nil
+}
+
+func (m *Manifest) decodeField(name string, v *canonical.Value) error {
+	var err error
+	var n int64
+	switch name {
+	case "chunk_count":
+		n, err = integer(v, name, 1, sourcecatalog.MaxChunks)
+		m.ChunkCount = int(n)
+	case "discovered_at_utc":
+		var s string
+		if s, err = str(v, name); err == nil {
+			if m.DiscoveredAt, err = ParseTime(s); err != nil {
+				err = err.(*sourcecatalog.Error).AtField(name)
+			}
+		}
+	case "document_sha256":
+		err = digestField(v, name, &m.DocumentSHA256)
+	case "inventory_coverage":
+		err = constant(v, name, sourcecatalog.Coverage)
+	case "protocol":
+		err = constant(v, name, sourcecatalog.Protocol)
+	case "record_count":
+		n, err = integer(v, name, 0, sourcecatalog.MaxRecords)
+		m.RecordCount = int(n)
+	case "revision":
+		m.Revision, err = integer(v, name, 1, sourcecatalog.MaxRevision)
+	case "scope":
+		err = constant(v, name, sourcecatalog.Scope)
+	case "snapshot_id":
+		if m.SnapshotID, err = uuidField(v, name); err == nil {
+			err = checkSnapshotID(m.SnapshotID)
+		}
+	case "transport_complete":
+		if v.Kind() != canonical.Bool {
+			err = invalid(name, "must be the JSON literal true")
+		} else if !v.Bool() {
+			err = sourcecatalog.Errorf(sourcecatalog.ErrIncompleteScan, "the snapshot does not claim transport completeness").AtField(name)
+		}
+	case "vessel_id":
+		m.VesselID, err = uuidField(v, name)
+	}
+	return err
+}
+
+func digestField(v *canonical.Value, field string, d *canonical.Digest) error {
+	s, err := str(v, field)
+	if err != nil {
+		return err
+	}
+	if *d, err = canonical.ParseDigest(s); err != nil {
+		return err.(*sourcecatalog.Error).AtField(field)
+	}
+	return nil
+}

@@ -1,0 +1,155 @@
+package envelope
+
+import (
+	"slices"
+	"sort"
+	"strconv"
+
+	"github.com/yachtmemory/sourcecatalog"
+	"github.com/yachtmemory/sourcecatalog/catalog"
+)
+
+// Verify checks that chunks, in any order, are exactly the complete chunk
+// set of the snapshot m describes: every field of m in its domain; every
+// chunk of the same vessel, snapshot and revision; the index set exactly
+// 0..chunk_count-1; the record count; each chunk within the limits and
+// non-empty unless the snapshot is; the records in canonical global order
+// across chunks and satisfying every integrity rule; and the document hash.
+//
+// It returns nil or an error that joins one *sourcecatalog.Error per problem
+// found (at most catalog.MaxProblems of a kind), each with its class and
+// location: chunk index, record index within the chunk, field.
+// sourcecatalog.Problems lists them.
+func Verify(m *Manifest, chunks []*Chunk) error {
+	var v verifier
+	v.run(m, chunks)
+	return joinErrors(v.problems)
+}
+
+type verifier struct {
+	problems []error
+}
+
+func (v *verifier) add(e *sourcecatalog.Error) {
+	if len(v.problems) < 4*catalog.MaxProblems {
+		v.problems = append(v.problems, e)
+	}
+}
+
+func integrity(detail string) *sourcecatalog.Error {
+	return sourcecatalog.Errorf(sourcecatalog.ErrIntegrity, detail)
+}
+
+func (v *verifier) run(m *Manifest, chunks []*Chunk) {
+	if err := m.Check(); err != nil {
+		v.add(err.(*sourcecatalog.Error))
+		return
+	}
+	byIndex := make([]*Chunk, m.ChunkCount)
+	complete := true
+	for _, c := range chunks {
+		switch {
+		case c.vesselID != m.VesselID:
+			v.add(integrity("vessel_id differs from the manifest").InChunk(c.index).AtField("vessel_id"))
+		case c.snapshotID != m.SnapshotID:
+			v.add(integrity("snapshot_id differs from the manifest").InChunk(c.index).AtField("snapshot_id"))
+		case c.revision != m.Revision:
+			v.add(integrity("revision differs from the manifest").InChunk(c.index).AtField("revision"))
+		case c.index >= m.ChunkCount:
+			v.add(integrity("chunk_index beyond chunk_count "+strconv.Itoa(m.ChunkCount)).InChunk(c.index).AtField("chunk_index"))
+		case byIndex[c.index] != nil:
+			v.add(integrity("more than one chunk with this chunk_index").InChunk(c.index).AtField("chunk_index"))
+		default:
+			byIndex[c.index] = c
+			continue
+		}
+		complete = false
+	}
+	for i, c := range byIndex {
+		if c == nil {
+			v.add(integrity("chunk missing").InChunk(i).AtField("chunk_index"))
+			complete = false
+		}
+	}
+	if !complete {
+		return
+	}
+
+	total := 0
+	starts := make([]int, len(byIndex))
+	for i, c := range byIndex {
+		starts[i] = total
+		total += len(c.records)
+		switch {
+		case len(c.records) > sourcecatalog.MaxRecordsPerChunk:
+			v.add(sourcecatalog.Errorf(sourcecatalog.ErrLimitExceeded, "more than 100 records").InChunk(i).AtField("records"))
+		case c.BodyLen() > sourcecatalog.MaxChunkBody:
+			v.add(sourcecatalog.Errorf(sourcecatalog.ErrLimitExceeded, "canonical body larger than 16384 bytes").InChunk(i).AtField("records"))
+		case len(c.records) == 0 && m.RecordCount > 0:
+			v.add(integrity("empty chunk in a non-empty snapshot").InChunk(i).AtField("records"))
+		}
+	}
+	if total != m.RecordCount {
+		v.add(integrity("the chunks hold "+strconv.Itoa(total)+" records, the manifest says "+strconv.Itoa(m.RecordCount)).AtField("record_count"))
+	}
+	all := make([]*catalog.Record, 0, total)
+	for _, c := range byIndex {
+		all = append(all, c.records...)
+	}
+	for _, p := range sourcecatalog.Problems(catalog.Check(all)) {
+		if p.Record != sourcecatalog.NoIndex {
+			c := sort.SearchInts(starts, p.Record+1) - 1
+			p = p.InChunk(c).AtRecord(p.Record - starts[c])
+		}
+		v.add(p)
+	}
+	if BodyDigest(all) != m.DocumentSHA256 {
+		v.add(sourcecatalog.Errorf(sourcecatalog.ErrHashMismatch, "document_sha256 does not match the records").AtField("document_sha256"))
+	}
+}
+
+// DecodeSnapshot decodes a manifest and its chunk messages, in any order,
+// and verifies the set. It returns the snapshot with its chunks in index
+// order, or an error joining every problem found. A message that cannot be
+// decoded is reported with its position in chunks (and its chunk index when
+// that could be read); the set is verified only when every message decoded.
+func DecodeSnapshot(manifest []byte, chunks [][]byte) (*Snapshot, error) {
+	var problems []error
+	m, err := DecodeManifest(manifest)
+	if err != nil {
+		problems = append(problems, describe(err, "manifest"))
+	}
+	decoded := make([]*Chunk, 0, len(chunks))
+	for i, raw := range chunks {
+		c, err := DecodeChunk(raw)
+		if err != nil {
+			problems = append(problems, describe(err, "chunks["+strconv.Itoa(i)+"]"))
+			continue
+		}
+		decoded = append(decoded, c)
+	}
+	if len(problems) > 0 {
+		return nil, joinErrors(problems)
+	}
+	if err := Verify(&m, decoded); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(decoded, func(a, b *Chunk) int { return a.index - b.index })
+	return &Snapshot{Manifest: m, Chunks: decoded}, nil
+}
+
+// describe prefixes the detail of a decoding error with the message it came
+// from.
+func describe(err error, message string) error {
+	e, ok := err.(*sourcecatalog.Error)
+	if !ok {
+		e = sourcecatalog.Wrap(sourcecatalog.ErrMalformedJSON, err)
+	}
+	c := *e
+	if c.Detail == "" {
+		c.Detail = message
+	} else {
+		c.Detail = message + ": " + c.Detail
+	}
+	return &c
+}

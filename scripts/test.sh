@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Full test suite: the one command CI and developers run.
+#
+#   bash scripts/test.sh [extra go test args, e.g. -run Foo -v]
+#
+# Environment:
+#   SOURCECATALOG_MYSQL_DSN  use this server instead of provisioning a
+#                            throwaway MariaDB (go-sql-driver DSN, no database,
+#                            e.g. 'user:pass@tcp(127.0.0.1:3306)/')
+#   SOURCECATALOG_SKIP_FUZZ  set to 1 to skip the fuzz smoke step
+#   FUZZTIME                 per fuzz target (default 10s)
+#   MARIADB_PORT             first port to try for the throwaway server (33306)
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+# shellcheck source=scripts/mariadb.sh
+source scripts/mariadb.sh
+
+step() { printf '\n==> %s\n' "$*"; }
+
+MDB_DIR=
+MDB_PID=
+cleanup() {
+  local rc=$?
+  trap - EXIT INT TERM
+  if [[ -n $MDB_PID ]]; then
+    step "stopping throwaway MariaDB (pid $MDB_PID)"
+    mdb_stop_pid "$MDB_PID" || rc=1
+  fi
+  if [[ -n $MDB_DIR ]]; then rm -rf "$MDB_DIR"; fi
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+step "go mod download"
+go mod download
+
+step "gofmt -l"
+# git may refuse to work (e.g. "dubious ownership" in CI); fall back to find.
+if ! gofiles=$(git ls-files -co --exclude-standard '*.go' 2>/dev/null); then
+  gofiles=$(find . -name '*.go' -not -path './.git/*' -not -path './vendor/*')
+fi
+files=()
+while IFS= read -r f; do
+  [[ -f $f ]] && files+=("$f") # skip tracked-but-deleted files
+done <<<"$gofiles"
+if ((${#files[@]})); then
+  unformatted=$(gofmt -l "${files[@]}")
+  if [[ -n $unformatted ]]; then
+    echo "these files need gofmt -w:" >&2
+    echo "$unformatted" >&2
+    exit 1
+  fi
+fi
+
+# `go vet/test ./...` fail when the module has no packages yet; skip instead.
+pkgs=$(go list -e ./...)
+if [[ -z $pkgs ]]; then
+  step "no Go packages in the module yet: skipping vet, tests and fuzzing"
+  exit 0
+fi
+
+step "go vet ./..."
+go vet ./...
+
+if [[ -z ${SOURCECATALOG_MYSQL_DSN:-} ]]; then
+  step "provisioning throwaway MariaDB"
+  mdb_install
+  MDB_DIR=$(mktemp -d "${TMPDIR:-/tmp}/sourcecatalog-test.XXXXXX")
+  mdb_start "$MDB_DIR" # sets MDB_PID, exports SOURCECATALOG_MYSQL_DSN
+else
+  step "using SOURCECATALOG_MYSQL_DSN from the environment"
+fi
+
+step "go test -race -count=1${*:+ $*} ./..."
+go test -race -count=1 "$@" ./...
+
+if [[ ${SOURCECATALOG_SKIP_FUZZ:-} == 1 ]]; then
+  step "fuzz smoke skipped (SOURCECATALOG_SKIP_FUZZ=1)"
+  exit 0
+fi
+# Only packages with test files can have fuzz targets.
+mapfile -t testpkgs < <(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./...)
+for pkg in "${testpkgs[@]}"; do
+  [[ -n $pkg ]] || continue
+  targets=$(go test -list '^Fuzz' "$pkg" | grep -E '^Fuzz' || true)
+  for name in $targets; do
+    step "fuzz $pkg $name for ${FUZZTIME:-10s}"
+    go test -run '^$' -fuzz "^${name}\$" -fuzztime "${FUZZTIME:-10s}" "$pkg"
+  done
+done
+
+step "all tests passed"
