@@ -56,7 +56,7 @@ func (v *verifier) run(m *Manifest, chunks []*Chunk) {
 		case c.revision != m.Revision:
 			v.add(integrity("revision differs from the manifest").InChunk(c.index).AtField("revision"))
 		case c.index >= m.ChunkCount:
-			v.add(integrity("chunk_index beyond chunk_count "+strconv.Itoa(m.ChunkCount)).InChunk(c.index).AtField("chunk_index"))
+			v.add(integrity("chunk_index beyond chunk_count " + strconv.Itoa(m.ChunkCount)).InChunk(c.index).AtField("chunk_index"))
 		case byIndex[c.index] != nil:
 			v.add(integrity("more than one chunk with this chunk_index").InChunk(c.index).AtField("chunk_index"))
 		default:
@@ -90,7 +90,7 @@ func (v *verifier) run(m *Manifest, chunks []*Chunk) {
 		}
 	}
 	if total != m.RecordCount {
-		v.add(integrity("the chunks hold "+strconv.Itoa(total)+" records, the manifest says "+strconv.Itoa(m.RecordCount)).AtField("record_count"))
+		v.add(integrity("the chunks hold " + strconv.Itoa(total) + " records, the manifest says " + strconv.Itoa(m.RecordCount)).AtField("record_count"))
 	}
 	all := make([]*catalog.Record, 0, total)
 	for _, c := range byIndex {
