@@ -137,7 +137,9 @@ func (c *checker) run(records []*Record) {
 		referenced[k] = true
 	}
 	for k, ok := range referenced {
-		if !ok {
+		// A duplicate source_ref was reported above; the search only ever
+		// marks the first of equal neighbours, so skip the rest.
+		if !ok && (k == 0 || srcs[k].sourceRef != srcs[k-1].sourceRef) {
 			c.add(paths+k, "source_ref", "source not referenced by any observation")
 		}
 	}

@@ -1,0 +1,353 @@
+package finalize
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"slices"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/yachtmemory/sourcecatalog"
+	"github.com/yachtmemory/sourcecatalog/canonical"
+	"github.com/yachtmemory/sourcecatalog/catalog"
+	"github.com/yachtmemory/sourcecatalog/envelope"
+)
+
+// OutcomeStatus says where a snapshot stands after Finalize.
+type OutcomeStatus string
+
+// Outcome statuses.
+const (
+	// StatusStaging: the set is incomplete; Outcome says what is missing.
+	// The active catalog is unchanged.
+	StatusStaging OutcomeStatus = "staging"
+	// Activated: this call activated the snapshot.
+	Activated OutcomeStatus = "activated"
+	// AlreadyActive: the snapshot, or another with the same revision and
+	// document, is the active one.
+	AlreadyActive OutcomeStatus = "already_active"
+	// Superseded: the snapshot is older than the active revision, which
+	// was left untouched.
+	Superseded OutcomeStatus = "superseded"
+	// Rejected: the complete set failed verification; Err says why.
+	Rejected OutcomeStatus = "rejected"
+)
+
+// An Outcome reports what Finalize found and did.
+type Outcome struct {
+	Status     OutcomeStatus
+	VesselID   uuid.UUID
+	SnapshotID uuid.UUID
+	Revision   int64 // 0 when nothing of the snapshot is staged
+
+	// ActiveSnapshot and ActiveRevision name the vessel's active snapshot
+	// after the call.
+	ActiveSnapshot uuid.UUID
+	ActiveRevision int64
+
+	// For StatusStaging: whether the manifest is missing, and which chunk
+	// indexes are (known only once the manifest is staged).
+	MissingManifest bool
+	MissingChunks   []int
+
+	// For Rejected: the verification failure, wrapping its classes.
+	Err error
+}
+
+// Finalize verifies a staged snapshot and, when it is complete, valid and
+// newer than the active revision, activates it. It is idempotent and
+// resumable: call it again after any failure, or from Reconcile. Calls for
+// one vessel are serialised by the Store.
+//
+// The outcome is StatusStaging while pieces are missing; Rejected when the
+// complete set fails any check (exact index set, record count, chunk and
+// document hashes, uniqueness, schema, integrity); Superseded when the
+// snapshot is older than the active revision; AlreadyActive when it, or an
+// identical document at the same revision, is active; Activated when this
+// call activated it. A finalized snapshot reports the same outcome again.
+//
+// Errors: ErrRevisionConflict (with a Rejected outcome, recorded) when the
+// snapshot claims the active revision with another document;
+// ErrStagingExhausted when the retained bounds would be exceeded (nothing
+// changes; Prune, Discard or WithRetention make room); Store errors.
+func (r *Receiver) Finalize(ctx context.Context, vesselID, snapshotID uuid.UUID) (Outcome, error) {
+	var out Outcome
+	var result error
+	err := r.store.WithVessel(ctx, vesselID, func(tx Tx) error {
+		out, result = Outcome{VesselID: vesselID, SnapshotID: snapshotID}, nil
+		v, err := tx.Vessel(ctx)
+		if err != nil {
+			return err
+		}
+		defer func() { out.ActiveSnapshot, out.ActiveRevision = v.ActiveSnapshot, v.ActiveRevision }()
+		s, err := tx.Snapshot(ctx, snapshotID)
+		if errors.Is(err, ErrNotFound) {
+			out.Status, out.MissingManifest = StatusStaging, true
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		out.Revision = s.Revision
+		if s.State != StateStaging {
+			out.Status = finalStatus(s, v)
+			if s.State == StateRejected {
+				out.Err = sourcecatalog.Errorf(sourcecatalog.ErrIntegrity, s.Reason)
+			}
+			return nil
+		}
+		chunks, err := tx.Chunks(ctx, snapshotID)
+		if err != nil {
+			return err
+		}
+		if missing(&out, s, chunks) {
+			out.Status = StatusStaging
+			return nil
+		}
+		snap, index, verr := verifyStaged(s, chunks)
+		if verr != nil {
+			out.Status, out.Err = Rejected, verr
+			return r.finish(ctx, tx, &s, StateRejected, Rejected, verr.Error())
+		}
+		switch m := &snap.Manifest; {
+		case m.Revision < v.ActiveRevision:
+			out.Status = Superseded
+			return r.finish(ctx, tx, &s, StateSuperseded, Superseded, "")
+		case m.Revision == v.ActiveRevision && m.DocumentSHA256 != v.ActiveDocument:
+			out.Status = Rejected
+			out.Err = sourcecatalog.Errorf(ErrRevisionConflict, "the active snapshot has this revision with another document")
+			result = out.Err
+			return r.finish(ctx, tx, &s, StateRejected, Rejected, out.Err.Error())
+		case m.Revision == v.ActiveRevision:
+			out.Status = AlreadyActive
+			return r.finish(ctx, tx, &s, StateSuperseded, AlreadyActive, "")
+		}
+		if err := r.finish(ctx, tx, &s, StateActivated, Activated, ""); err != nil {
+			return err
+		}
+		next, err := activate(ctx, tx, v, snap, index)
+		if err != nil {
+			return err
+		}
+		v = next
+		out.Status = Activated
+		return r.retainAfterActivation(ctx, tx, v)
+	})
+	if err != nil {
+		return Outcome{}, err
+	}
+	return out, result
+}
+
+// finalStatus is the outcome a finalized snapshot reports again.
+func finalStatus(s Snapshot, v VesselState) OutcomeStatus {
+	switch {
+	case s.ID == v.ActiveSnapshot:
+		return AlreadyActive
+	case s.Final == Activated:
+		return Superseded // activated once, replaced since
+	}
+	return s.Final
+}
+
+// missing fills out's missing pieces and reports whether there are any.
+func missing(out *Outcome, s Snapshot, chunks []StagedChunk) bool {
+	if s.Manifest == nil {
+		out.MissingManifest = true
+		return true
+	}
+	have := make([]bool, s.ChunkCount)
+	for _, c := range chunks {
+		if c.Index < len(have) {
+			have[c.Index] = true
+		}
+	}
+	for i, ok := range have {
+		if !ok {
+			out.MissingChunks = append(out.MissingChunks, i)
+		}
+	}
+	return len(out.MissingChunks) > 0
+}
+
+// verifyStaged decodes the staged bytes again and verifies the complete set;
+// the store is not trusted to have kept them intact. It returns the snapshot
+// and its record index.
+func verifyStaged(s Snapshot, staged []StagedChunk) (*envelope.Snapshot, []IndexEntry, error) {
+	if canonical.Sum(s.Manifest) != s.ManifestDigest {
+		return nil, nil, sourcecatalog.Errorf(sourcecatalog.ErrHashMismatch, "the staged manifest does not match its digest")
+	}
+	raw := make([][]byte, len(staged))
+	for i, c := range staged {
+		raw[i] = c.Canonical
+	}
+	snap, err := envelope.DecodeSnapshot(s.Manifest, raw)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, c := range snap.Chunks {
+		if staged[c.Index()].Payload != c.PayloadSHA256() {
+			return nil, nil, sourcecatalog.Errorf(sourcecatalog.ErrHashMismatch, "a staged chunk does not match its payload hash").InChunk(c.Index())
+		}
+	}
+	index := make([]IndexEntry, 0, snap.Manifest.RecordCount)
+	for _, c := range snap.Chunks {
+		for _, rec := range c.Records() {
+			index = append(index, IndexEntry{Key: keyOf(rec), Digest: canonical.Sum(rec.Canonical())})
+		}
+	}
+	return snap, index, nil
+}
+
+func keyOf(r *catalog.Record) ItemKey {
+	return ItemKey{Kind: r.Kind(), Path: r.PathName(), SourceRef: r.SourceRef()}
+}
+
+// compareKeys orders item keys like catalog.Compare orders records.
+func compareKeys(a, b ItemKey) int {
+	if a.Kind != b.Kind {
+		return int(a.Kind) - int(b.Kind)
+	}
+	if c := strings.Compare(a.Path, b.Path); c != 0 {
+		return c
+	}
+	return strings.Compare(a.SourceRef, b.SourceRef)
+}
+
+// finish moves a staging snapshot to a final state, within the retained
+// bounds.
+func (r *Receiver) finish(ctx context.Context, tx Tx, s *Snapshot, state SnapshotState, final OutcomeStatus, reason string) error {
+	u, all, err := stagingUsage(ctx, tx)
+	if err != nil {
+		return err
+	}
+	if u.retained+1 > r.limits.RetainedSnapshots || u.retainedBytes+s.StagedBytes > r.limits.RetainedBytes {
+		if r.retain < 0 {
+			return sourcecatalog.Errorf(ErrStagingExhausted, "retained snapshots exhausted for the vessel; prune or discard")
+		}
+		if err := r.makeRoom(ctx, tx, all, s); err != nil {
+			return err
+		}
+	}
+	s.State, s.Final, s.Reason = state, final, reason
+	return tx.PutSnapshot(ctx, *s)
+}
+
+// activate brings the inventory up to date for snap and flips the active
+// pointer. Only items that appear, change or leave are written; a document
+// identical to the active one writes only the pointer.
+func activate(ctx context.Context, tx Tx, v VesselState, snap *envelope.Snapshot, index []IndexEntry) (VesselState, error) {
+	m := &snap.Manifest
+	next := VesselState{
+		ActiveSnapshot: m.SnapshotID, ActiveRevision: m.Revision,
+		ActiveDiscoveredAt: m.DiscoveredAt, ActiveDocument: m.DocumentSHA256,
+	}
+	if v.ActiveSnapshot == uuid.Nil || m.DocumentSHA256 != v.ActiveDocument {
+		old, err := tx.Index(ctx)
+		if err != nil {
+			return v, err
+		}
+		seen := Seen{Revision: m.Revision, At: m.DiscoveredAt}
+		put, retire := diff(old, index, snap)
+		for i := range put {
+			put[i].FirstSeen, put[i].LastSeen = seen, seen
+		}
+		if len(put) > 0 {
+			if err := tx.PutItems(ctx, put); err != nil {
+				return v, err
+			}
+		}
+		if len(retire) > 0 {
+			last := Seen{Revision: v.ActiveRevision, At: v.ActiveDiscoveredAt}
+			if err := tx.RetireItems(ctx, retire, last); err != nil {
+				return v, err
+			}
+		}
+		if err := tx.SetIndex(ctx, index); err != nil {
+			return v, err
+		}
+	}
+	return next, tx.SetVessel(ctx, next)
+}
+
+// diff merges the active index with the new one (both in canonical order)
+// and returns the items to write: appearing or changed records, and the keys
+// of records that leave the selection.
+func diff(old, cur []IndexEntry, snap *envelope.Snapshot) (put []Item, retire []ItemKey) {
+	records := make([]*catalog.Record, 0, len(cur))
+	for _, c := range snap.Chunks {
+		records = append(records, c.Records()...)
+	}
+	i, k := 0, 0
+	for i < len(old) || k < len(cur) {
+		d := 0
+		switch {
+		case i >= len(old):
+			d = 1
+		case k >= len(cur):
+			d = -1
+		default:
+			d = compareKeys(old[i].Key, cur[k].Key)
+		}
+		switch {
+		case d < 0: // leaves
+			retire = append(retire, old[i].Key)
+			i++
+		case d > 0: // appears
+			put = append(put, Item{Key: cur[k].Key, Record: records[k].Canonical(), Current: true})
+			k++
+		default: // stays; written only when changed
+			if old[i].Digest != cur[k].Digest {
+				put = append(put, Item{Key: cur[k].Key, Record: records[k].Canonical(), Current: true})
+			}
+			i++
+			k++
+		}
+	}
+	return put, retire
+}
+
+// retainAfterActivation applies the opt-in retention policy.
+func (r *Receiver) retainAfterActivation(ctx context.Context, tx Tx, v VesselState) error {
+	if r.retain < 0 {
+		return nil
+	}
+	return prune(ctx, tx, v, r.retain)
+}
+
+// makeRoom prunes the oldest finalized snapshots, never the active one nor
+// s, until s fits the retained bounds.
+func (r *Receiver) makeRoom(ctx context.Context, tx Tx, all []Snapshot, s *Snapshot) error {
+	v, err := tx.Vessel(ctx)
+	if err != nil {
+		return err
+	}
+	var u usage
+	var victims []Snapshot
+	for _, o := range all {
+		if o.State == StateStaging {
+			continue
+		}
+		u.retained++
+		u.retainedBytes += o.StagedBytes
+		if o.ID != v.ActiveSnapshot && o.ID != s.ID {
+			victims = append(victims, o)
+		}
+	}
+	slices.SortFunc(victims, func(a, b Snapshot) int { return cmp.Compare(a.Revision, b.Revision) })
+	for _, o := range victims {
+		if u.retained+1 <= r.limits.RetainedSnapshots && u.retainedBytes+s.StagedBytes <= r.limits.RetainedBytes {
+			break
+		}
+		if err := tx.DeleteSnapshot(ctx, o.ID); err != nil {
+			return err
+		}
+		u.retained--
+		u.retainedBytes -= o.StagedBytes
+	}
+	if u.retained+1 > r.limits.RetainedSnapshots || u.retainedBytes+s.StagedBytes > r.limits.RetainedBytes {
+		return sourcecatalog.Errorf(ErrStagingExhausted, "retained snapshots exhausted for the vessel")
+	}
+	return nil
+}

@@ -1,0 +1,159 @@
+package finalize
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/yachtmemory/sourcecatalog/catalog"
+)
+
+// Reconcile finalizes every complete staged snapshot of a vessel, such as
+// one whose last receipt was issued just before a crash, highest revision
+// first, and returns their outcomes. Incomplete snapshots are left staging.
+// It stops at the first error, which it returns with the outcomes so far.
+func (r *Receiver) Reconcile(ctx context.Context, vesselID uuid.UUID) ([]Outcome, error) {
+	var complete []Snapshot
+	err := r.store.WithVessel(ctx, vesselID, func(tx Tx) error {
+		all, err := tx.Snapshots(ctx)
+		if err != nil {
+			return err
+		}
+		complete = complete[:0]
+		for _, s := range all {
+			if s.State == StateStaging && s.Manifest != nil && s.ChunksStaged >= s.ChunkCount {
+				complete = append(complete, s)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(complete, func(a, b Snapshot) int { return cmp.Compare(b.Revision, a.Revision) })
+	var outs []Outcome
+	for _, s := range complete {
+		out, err := r.Finalize(ctx, vesselID, s.ID)
+		if err != nil && !errors.Is(err, ErrRevisionConflict) {
+			return outs, err
+		}
+		outs = append(outs, out)
+	}
+	return outs, nil
+}
+
+// Discard removes one staged snapshot, in any state, with its chunks. The
+// active snapshot is refused with ErrActiveSnapshot; an unknown snapshot is
+// not an error. The inventory is never touched.
+func (r *Receiver) Discard(ctx context.Context, vesselID, snapshotID uuid.UUID) error {
+	return r.store.WithVessel(ctx, vesselID, func(tx Tx) error {
+		v, err := tx.Vessel(ctx)
+		if err != nil {
+			return err
+		}
+		if snapshotID == v.ActiveSnapshot {
+			return ErrActiveSnapshot
+		}
+		return tx.DeleteSnapshot(ctx, snapshotID)
+	})
+}
+
+// Prune removes finalized snapshots beyond the newest keep (by revision),
+// never the active one and never a snapshot still staging. The inventory is
+// never touched. keep must not be negative.
+func (r *Receiver) Prune(ctx context.Context, vesselID uuid.UUID, keep int) error {
+	if keep < 0 {
+		panic("finalize: Prune with negative keep")
+	}
+	return r.store.WithVessel(ctx, vesselID, func(tx Tx) error {
+		v, err := tx.Vessel(ctx)
+		if err != nil {
+			return err
+		}
+		return prune(ctx, tx, v, keep)
+	})
+}
+
+func prune(ctx context.Context, tx Tx, v VesselState, keep int) error {
+	all, err := tx.Snapshots(ctx)
+	if err != nil {
+		return err
+	}
+	var finalized []Snapshot
+	for _, s := range all {
+		if s.State != StateStaging {
+			finalized = append(finalized, s)
+		}
+	}
+	slices.SortFunc(finalized, func(a, b Snapshot) int { return cmp.Compare(b.Revision, a.Revision) })
+	for i, s := range finalized {
+		if i < keep || s.ID == v.ActiveSnapshot {
+			continue
+		}
+		if err := tx.DeleteSnapshot(ctx, s.ID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// A Catalog is a vessel's active catalog: the active snapshot and the whole
+// inventory, in canonical order.
+type Catalog struct {
+	VesselID     uuid.UUID
+	SnapshotID   uuid.UUID // uuid.Nil when nothing was activated yet
+	Revision     int64
+	DiscoveredAt time.Time
+	Items        []InventoryItem
+}
+
+// An InventoryItem is one path, source or observation with its history.
+type InventoryItem struct {
+	Kind      catalog.Kind
+	Path      string // path and observation items
+	SourceRef string // source and observation items
+	Record    []byte // canonical bytes of its latest record
+	FirstSeen Seen
+	LastSeen  Seen // the active snapshot while CurrentlyObserved
+	// CurrentlyObserved reports whether the active snapshot selects the
+	// item. For selected-only coverage it describes the current selection,
+	// never physically absent equipment.
+	CurrentlyObserved bool
+}
+
+// Active returns the vessel's active catalog. Last-seen of a currently
+// observed item is the active snapshot.
+func (r *Receiver) Active(ctx context.Context, vesselID uuid.UUID) (Catalog, error) {
+	var c Catalog
+	err := r.store.WithVessel(ctx, vesselID, func(tx Tx) error {
+		v, err := tx.Vessel(ctx)
+		if err != nil {
+			return err
+		}
+		items, err := tx.Items(ctx)
+		if err != nil {
+			return err
+		}
+		c = Catalog{VesselID: vesselID, SnapshotID: v.ActiveSnapshot, Revision: v.ActiveRevision, DiscoveredAt: v.ActiveDiscoveredAt}
+		active := Seen{Revision: v.ActiveRevision, At: v.ActiveDiscoveredAt}
+		c.Items = make([]InventoryItem, len(items))
+		for i, it := range items {
+			last := it.LastSeen
+			if it.Current {
+				last = active
+			}
+			c.Items[i] = InventoryItem{
+				Kind: it.Key.Kind, Path: it.Key.Path, SourceRef: it.Key.SourceRef, Record: it.Record,
+				FirstSeen: it.FirstSeen, LastSeen: last, CurrentlyObserved: it.Current,
+			}
+		}
+		return nil
+	})
+	slices.SortFunc(c.Items, func(a, b InventoryItem) int {
+		return compareKeys(ItemKey{a.Kind, a.Path, a.SourceRef}, ItemKey{b.Kind, b.Path, b.SourceRef})
+	})
+	return c, err
+}
