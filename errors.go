@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Error classes. Every error returned by this module's packages wraps exactly
@@ -91,8 +92,23 @@ func (e *Error) InChunk(i int) *Error { c := *e; c.Chunk = i; return &c }
 // AtRecord returns a copy of e located at record i.
 func (e *Error) AtRecord(i int) *Error { c := *e; c.Record = i; return &c }
 
-// AtField returns a copy of e located at field name.
-func (e *Error) AtField(name string) *Error { c := *e; c.Field = name; return &c }
+// maxFieldLen bounds Field: a member name may come from the input.
+const maxFieldLen = 64
+
+// AtField returns a copy of e located at field name. Names longer than 64
+// bytes are cut at a character boundary and marked with "…".
+func (e *Error) AtField(name string) *Error {
+	c := *e
+	if len(name) > maxFieldLen {
+		cut := maxFieldLen
+		for cut > 0 && !utf8.RuneStart(name[cut]) {
+			cut--
+		}
+		name = name[:cut] + "…"
+	}
+	c.Field = name
+	return &c
+}
 
 func (e *Error) Error() string {
 	var b strings.Builder

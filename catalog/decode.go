@@ -86,7 +86,7 @@ func FromValue(v *canonical.Value) (*Record, error) {
 		m := &mems[i]
 		required, ok := lookupField(kind, m.Name)
 		if !ok {
-			return nil, sourcecatalog.Errorf(sourcecatalog.ErrUnknownField, "not a member of a "+kind.String()+" record").AtField(fieldName(m.Name))
+			return nil, sourcecatalog.Errorf(sourcecatalog.ErrUnknownField, "not a member of a "+kind.String()+" record").AtField(m.Name)
 		}
 		if required {
 			seen++
@@ -215,13 +215,4 @@ func has(mems []canonical.Member, name string) bool {
 		}
 	}
 	return false
-}
-
-// fieldName bounds an unknown member name for error messages.
-func fieldName(name string) string {
-	const limit = 64
-	if len(name) > limit {
-		return name[:limit] + "…"
-	}
-	return name
 }

@@ -43,10 +43,6 @@ func object(v *canonical.Value, names []string) ([]canonical.Member, error) {
 }
 
 func unknownField(name string) *sourcecatalog.Error {
-	const limit = 64
-	if len(name) > limit {
-		name = name[:limit] + "…"
-	}
 	return sourcecatalog.Errorf(sourcecatalog.ErrUnknownField, "not defined by the protocol").AtField(name)
 }
 
