@@ -1,0 +1,162 @@
+package mysqlstore
+
+import (
+	"context"
+	"database/sql"
+	_ "embed"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// SchemaV2 is the DDL of every table this package uses, as run by Migrate.
+//
+//go:embed schema_v2.sql
+var SchemaV2 string
+
+// ProductionSchema is the schema Migrate refuses unless AllowProductionSchema
+// is given: the draft protocol runs only in a dedicated schema until it is
+// reviewed for production.
+const ProductionSchema = "yachtmemory_telemetry"
+
+// ErrNoSchema is returned by Migrate and CheckSchema when the connection has
+// no current schema.
+var ErrNoSchema = errors.New("mysqlstore: the connection has no current schema (add one to the DSN)")
+
+// ErrProductionSchema is returned by Migrate in ProductionSchema without
+// AllowProductionSchema.
+var ErrProductionSchema = errors.New("mysqlstore: refusing to migrate " + ProductionSchema + " without AllowProductionSchema")
+
+// A MigrateOption changes what Migrate accepts.
+type MigrateOption func(*migrateConfig)
+
+type migrateConfig struct{ allowProduction bool }
+
+// AllowProductionSchema lets Migrate run in ProductionSchema.
+func AllowProductionSchema() MigrateOption {
+	return func(c *migrateConfig) { c.allowProduction = true }
+}
+
+// Migrate creates the _v2 tables in the connection's current schema. It is
+// idempotent: tables that exist are left as they are (CREATE TABLE IF NOT
+// EXISTS). It never selects another schema and never touches the v1 tables.
+// DDL is not transactional in MySQL or MariaDB: after Migrate, CheckSchema
+// verifies the result.
+func Migrate(ctx context.Context, db *sql.DB, opts ...MigrateOption) error {
+	var cfg migrateConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
+	schema, err := currentSchema(ctx, db)
+	if err != nil {
+		return err
+	}
+	if strings.EqualFold(schema, ProductionSchema) && !cfg.allowProduction {
+		return ErrProductionSchema
+	}
+	for _, stmt := range statements(SchemaV2) {
+		if _, err := db.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("mysqlstore: migrate: %w", err)
+		}
+	}
+	return CheckSchema(ctx, db)
+}
+
+func currentSchema(ctx context.Context, db *sql.DB) (string, error) {
+	var schema sql.NullString
+	if err := db.QueryRowContext(ctx, "SELECT DATABASE()").Scan(&schema); err != nil {
+		return "", fmt.Errorf("mysqlstore: %w", err)
+	}
+	if !schema.Valid || schema.String == "" {
+		return "", ErrNoSchema
+	}
+	return schema.String, nil
+}
+
+// statements splits DDL at semicolons that end a line, dropping comments.
+func statements(ddl string) []string {
+	var out []string
+	var cur strings.Builder
+	for _, line := range strings.Split(ddl, "\n") {
+		trimmed := strings.TrimSpace(line)
+		if trimmed == "" || strings.HasPrefix(trimmed, "--") {
+			continue
+		}
+		cur.WriteString(line)
+		cur.WriteByte('\n')
+		if strings.HasSuffix(trimmed, ";") {
+			out = append(out, strings.TrimSuffix(strings.TrimSpace(cur.String()), ";"))
+			cur.Reset()
+		}
+	}
+	return out
+}
+
+// requiredColumns lists every table and column the package reads or writes.
+var requiredColumns = map[string][]string{
+	"signalk_catalog_vessels_v2":   {"vessel_id", "active_snapshot_id", "active_revision", "active_discovered_at_ns", "active_document_sha256"},
+	"signalk_catalog_snapshots_v2": {"vessel_id", "snapshot_id", "revision", "state", "final_status", "manifest", "manifest_sha256", "chunk_count", "record_count", "chunks_staged", "staged_bytes", "reason"},
+	"signalk_catalog_chunks_v2":    {"vessel_id", "snapshot_id", "chunk_index", "payload_sha256", "chunk_canonical"},
+	"signalk_catalog_index_v2":     {"vessel_id", "entries"},
+	"signalk_catalog_paths_v2":     {"vessel_id", "path", "unit_present", "unit", "record", "first_seen_revision", "first_seen_at_ns", "last_seen_revision", "last_seen_at_ns", "currently_observed"},
+	"signalk_catalog_sources_v2":   {"vessel_id", "source_ref", "label", "source_type", "record", "first_seen_revision", "first_seen_at_ns", "last_seen_revision", "last_seen_at_ns", "currently_observed"},
+	"signalk_catalog_observations_v2": {"vessel_id", "observation_key", "path", "source_ref", "value_type", "record",
+		"first_seen_revision", "first_seen_at_ns", "last_seen_revision", "last_seen_at_ns", "currently_observed"},
+}
+
+// A SchemaError lists what CheckSchema found missing, as "table" or
+// "table.column".
+type SchemaError struct {
+	Schema  string
+	Missing []string
+}
+
+func (e *SchemaError) Error() string {
+	return "mysqlstore: schema " + e.Schema + " lacks " + strings.Join(e.Missing, ", ")
+}
+
+// CheckSchema verifies that every table and column the package needs exists
+// in the connection's current schema. It returns a *SchemaError naming
+// everything missing, ErrNoSchema, or a database error.
+func CheckSchema(ctx context.Context, db *sql.DB) error {
+	schema, err := currentSchema(ctx, db)
+	if err != nil {
+		return err
+	}
+	rows, err := db.QueryContext(ctx,
+		`SELECT TABLE_NAME, COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME LIKE '%\_v2'`, schema)
+	if err != nil {
+		return fmt.Errorf("mysqlstore: check schema: %w", err)
+	}
+	defer rows.Close()
+	have := make(map[string]bool)
+	for rows.Next() {
+		var table, column string
+		if err := rows.Scan(&table, &column); err != nil {
+			return fmt.Errorf("mysqlstore: check schema: %w", err)
+		}
+		have[table] = true
+		have[table+"."+column] = true
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("mysqlstore: check schema: %w", err)
+	}
+	var missing []string
+	for _, table := range slices.Sorted(maps.Keys(requiredColumns)) {
+		if !have[table] {
+			missing = append(missing, table)
+			continue
+		}
+		for _, col := range requiredColumns[table] {
+			if !have[table+"."+col] {
+				missing = append(missing, table+"."+col)
+			}
+		}
+	}
+	if len(missing) > 0 {
+		return &SchemaError{Schema: schema, Missing: missing}
+	}
+	return nil
+}

@@ -1,0 +1,106 @@
+package mysqlstore_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/yachtmemory/sourcecatalog/mysqlstore"
+)
+
+func TestSchemaText(t *testing.T) {
+	var code strings.Builder // the DDL without comments
+	for _, line := range strings.Split(mysqlstore.SchemaV2, "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(line), "--") {
+			code.WriteString(strings.ToUpper(line) + "\n")
+		}
+	}
+	ddl := code.String()
+	assert.NotRegexp(t, `\bUSE\b`, ddl, "the DDL must never select a schema")
+	assert.NotRegexp(t, `\bJSON\b`, ddl, "canonical bytes never live in JSON columns")
+	for _, v1 := range []string{"SIGNALK_CATALOG_STATE", "SIGNALK_DISCOVERY_SNAPSHOTS", "SIGNALK_DISCOVERED_PATHS", "SIGNALK_DISCOVERED_SOURCES"} {
+		assert.NotRegexp(t, v1+`\b`, ddl, "v1 table %s must not be touched", v1)
+	}
+	for _, line := range strings.Split(mysqlstore.SchemaV2, "\n") {
+		if strings.HasPrefix(line, "CREATE TABLE") {
+			name := strings.Fields(line)[5]
+			assert.True(t, strings.HasSuffix(name, "_v2"), "table %s must end in _v2", name)
+		}
+	}
+}
+
+func TestMigrateRefusesNoSchema(t *testing.T) {
+	cfg := serverDSN(t).Clone()
+	cfg.DBName = ""
+	db, err := sql.Open("mysql", cfg.FormatDSN())
+	require.NoError(t, err)
+	defer db.Close()
+	assert.ErrorIs(t, mysqlstore.Migrate(context.Background(), db), mysqlstore.ErrNoSchema)
+	assert.ErrorIs(t, mysqlstore.CheckSchema(context.Background(), db), mysqlstore.ErrNoSchema)
+}
+
+func TestMigrateRefusesProductionSchema(t *testing.T) {
+	cfg := serverDSN(t)
+	admin, err := sql.Open("mysql", cfg.FormatDSN())
+	require.NoError(t, err)
+	defer admin.Close()
+	ctx := context.Background()
+	var exists int
+	require.NoError(t, admin.QueryRowContext(ctx,
+		`SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?`, mysqlstore.ProductionSchema).Scan(&exists))
+	if exists == 0 {
+		_, err = admin.ExecContext(ctx, "CREATE DATABASE "+mysqlstore.ProductionSchema)
+		require.NoError(t, err)
+		defer admin.ExecContext(context.Background(), "DROP DATABASE "+mysqlstore.ProductionSchema)
+	}
+	pc := cfg.Clone()
+	pc.DBName = mysqlstore.ProductionSchema
+	db, err := sql.Open("mysql", pc.FormatDSN())
+	require.NoError(t, err)
+	defer db.Close()
+	require.ErrorIs(t, mysqlstore.Migrate(ctx, db), mysqlstore.ErrProductionSchema)
+	var tables int
+	require.NoError(t, db.QueryRowContext(ctx,
+		`SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME LIKE '%\_v2'`).Scan(&tables))
+	assert.Zero(t, tables, "a refused Migrate creates nothing")
+}
+
+// schemaDump renders every column of every table in the current schema.
+func schemaDump(t *testing.T, db *sql.DB) string {
+	rows, err := db.Query(`SELECT TABLE_NAME, COLUMN_NAME, COLUMN_TYPE, IS_NULLABLE, COALESCE(COLLATION_NAME, '')
+		FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() ORDER BY TABLE_NAME, ORDINAL_POSITION`)
+	require.NoError(t, err)
+	defer rows.Close()
+	var b strings.Builder
+	for rows.Next() {
+		var a, c, d, e, f string
+		require.NoError(t, rows.Scan(&a, &c, &d, &e, &f))
+		b.WriteString(a + "." + c + " " + d + " " + e + " " + f + "\n")
+	}
+	require.NoError(t, rows.Err())
+	return b.String()
+}
+
+func TestMigrateIdempotentAndChecked(t *testing.T) {
+	db, _ := testSchema(t)
+	ctx := context.Background()
+	var se *mysqlstore.SchemaError
+	require.ErrorAs(t, mysqlstore.CheckSchema(ctx, db), &se, "an empty schema lacks everything")
+	assert.Contains(t, se.Missing, "signalk_catalog_vessels_v2")
+
+	require.NoError(t, mysqlstore.Migrate(ctx, db))
+	first := schemaDump(t, db)
+	require.NoError(t, mysqlstore.Migrate(ctx, db))
+	assert.Equal(t, first, schemaDump(t, db), "a second Migrate changes nothing")
+	assert.Contains(t, first, "signalk_catalog_paths_v2.path varchar(512) NO utf8mb4_nopad_bin")
+
+	_, err := db.Exec("ALTER TABLE signalk_catalog_paths_v2 DROP COLUMN unit_present")
+	require.NoError(t, err)
+	err = mysqlstore.CheckSchema(ctx, db)
+	require.True(t, errors.As(err, &se))
+	assert.Equal(t, []string{"signalk_catalog_paths_v2.unit_present"}, se.Missing)
+}

@@ -1,0 +1,422 @@
+package mysqlstore
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/yachtmemory/sourcecatalog/catalog"
+	"github.com/yachtmemory/sourcecatalog/finalize"
+)
+
+// tx is the finalize.Tx of one InnoDB transaction holding the vessel lock.
+type tx struct {
+	s      *Store
+	tx     *sql.Tx
+	vessel []byte
+	state  finalize.VesselState
+	done   bool
+}
+
+func (t *tx) check() {
+	if t.done {
+		panic("mysqlstore: Tx used after its callback returned")
+	}
+}
+
+func wrap(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("mysqlstore: %s: %w", op, err)
+}
+
+// lockVessel takes the vessel's row lock, creating the row first if needed,
+// and reads the active pointer.
+func (t *tx) lockVessel(ctx context.Context) error {
+	const lock = `SELECT active_snapshot_id, active_revision, active_discovered_at_ns, active_document_sha256
+		FROM signalk_catalog_vessels_v2 WHERE vessel_id = ? FOR UPDATE`
+	for range 2 {
+		var snap, doc []byte
+		var rev int64
+		var at sql.NullInt64
+		err := t.tx.QueryRowContext(ctx, lock, t.vessel).Scan(&snap, &rev, &at, &doc)
+		if errors.Is(err, sql.ErrNoRows) {
+			if _, err := t.tx.ExecContext(ctx, `INSERT IGNORE INTO signalk_catalog_vessels_v2 (vessel_id) VALUES (?)`, t.vessel); err != nil {
+				return wrap("create vessel", err)
+			}
+			continue
+		}
+		if err != nil {
+			return wrap("lock vessel", err)
+		}
+		t.state = finalize.VesselState{ActiveRevision: rev}
+		if snap != nil {
+			if t.state.ActiveSnapshot, err = uuid.FromBytes(snap); err != nil {
+				return wrap("lock vessel", err)
+			}
+		}
+		if at.Valid {
+			t.state.ActiveDiscoveredAt = fromNanos(at.Int64)
+		}
+		copy(t.state.ActiveDocument[:], doc)
+		return nil
+	}
+	return errors.New("mysqlstore: the vessel row vanished while locking it")
+}
+
+func nanos(t time.Time) int64      { return t.UnixNano() }
+func fromNanos(ns int64) time.Time { return time.Unix(0, ns).UTC() }
+
+func (t *tx) Vessel(ctx context.Context) (finalize.VesselState, error) {
+	t.check()
+	return t.state, ctx.Err()
+}
+
+func (t *tx) SetVessel(ctx context.Context, v finalize.VesselState) error {
+	t.check()
+	var snap, doc any
+	var at any
+	if v.ActiveSnapshot != uuid.Nil {
+		snap, doc, at = v.ActiveSnapshot[:], v.ActiveDocument[:], nanos(v.ActiveDiscoveredAt)
+	}
+	_, err := t.tx.ExecContext(ctx, `UPDATE signalk_catalog_vessels_v2
+		SET active_snapshot_id = ?, active_revision = ?, active_discovered_at_ns = ?, active_document_sha256 = ?
+		WHERE vessel_id = ?`, snap, v.ActiveRevision, at, doc, t.vessel)
+	if err != nil {
+		return wrap("set vessel", err)
+	}
+	t.state = v
+	return nil
+}
+
+const snapshotColumns = `snapshot_id, revision, state, final_status, manifest, manifest_sha256,
+	chunk_count, record_count, chunks_staged, staged_bytes, reason`
+
+func scanSnapshot(sc interface{ Scan(...any) error }) (finalize.Snapshot, error) {
+	var s finalize.Snapshot
+	var id, digest []byte
+	var state, final string
+	err := sc.Scan(&id, &s.Revision, &state, &final, &s.Manifest, &digest,
+		&s.ChunkCount, &s.RecordCount, &s.ChunksStaged, &s.StagedBytes, &s.Reason)
+	if err != nil {
+		return s, err
+	}
+	if s.ID, err = uuid.FromBytes(id); err != nil {
+		return s, err
+	}
+	s.State, s.Final = finalize.SnapshotState(state), finalize.OutcomeStatus(final)
+	copy(s.ManifestDigest[:], digest)
+	return s, nil
+}
+
+func (t *tx) Snapshot(ctx context.Context, id uuid.UUID) (finalize.Snapshot, error) {
+	t.check()
+	row := t.tx.QueryRowContext(ctx, `SELECT `+snapshotColumns+` FROM signalk_catalog_snapshots_v2
+		WHERE vessel_id = ? AND snapshot_id = ?`, t.vessel, id[:])
+	s, err := scanSnapshot(row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return s, finalize.ErrNotFound
+	}
+	return s, wrap("read snapshot", err)
+}
+
+func (t *tx) Snapshots(ctx context.Context) ([]finalize.Snapshot, error) {
+	t.check()
+	rows, err := t.tx.QueryContext(ctx, `SELECT `+snapshotColumns+` FROM signalk_catalog_snapshots_v2
+		WHERE vessel_id = ?`, t.vessel)
+	if err != nil {
+		return nil, wrap("read snapshots", err)
+	}
+	defer rows.Close()
+	var out []finalize.Snapshot
+	for rows.Next() {
+		s, err := scanSnapshot(rows)
+		if err != nil {
+			return nil, wrap("read snapshots", err)
+		}
+		out = append(out, s)
+	}
+	return out, wrap("read snapshots", rows.Err())
+}
+
+func (t *tx) PutSnapshot(ctx context.Context, s finalize.Snapshot) error {
+	t.check()
+	var manifest, digest any
+	if s.Manifest != nil {
+		manifest, digest = s.Manifest, s.ManifestDigest[:]
+	}
+	_, err := t.tx.ExecContext(ctx, `INSERT INTO signalk_catalog_snapshots_v2
+		(vessel_id, `+snapshotColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON DUPLICATE KEY UPDATE revision = VALUES(revision), state = VALUES(state),
+		final_status = VALUES(final_status), manifest = VALUES(manifest),
+		manifest_sha256 = VALUES(manifest_sha256), chunk_count = VALUES(chunk_count),
+		record_count = VALUES(record_count), chunks_staged = VALUES(chunks_staged),
+		staged_bytes = VALUES(staged_bytes), reason = VALUES(reason)`,
+		t.vessel, s.ID[:], s.Revision, string(s.State), string(s.Final), manifest, digest,
+		s.ChunkCount, s.RecordCount, s.ChunksStaged, s.StagedBytes, boundReason(s.Reason))
+	return wrap("write snapshot", err)
+}
+
+// boundReason fits a rejection reason into its column.
+func boundReason(s string) string {
+	const limit = 1000
+	if len(s) <= limit {
+		return s
+	}
+	cut := limit
+	for cut > 0 && s[cut]&0xC0 == 0x80 {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+func (t *tx) DeleteSnapshot(ctx context.Context, id uuid.UUID) error {
+	t.check()
+	if _, err := t.tx.ExecContext(ctx, `DELETE FROM signalk_catalog_chunks_v2 WHERE vessel_id = ? AND snapshot_id = ?`, t.vessel, id[:]); err != nil {
+		return wrap("delete chunks", err)
+	}
+	_, err := t.tx.ExecContext(ctx, `DELETE FROM signalk_catalog_snapshots_v2 WHERE vessel_id = ? AND snapshot_id = ?`, t.vessel, id[:])
+	return wrap("delete snapshot", err)
+}
+
+func (t *tx) Chunk(ctx context.Context, snapshot uuid.UUID, index int) (finalize.StagedChunk, error) {
+	t.check()
+	c := finalize.StagedChunk{Snapshot: snapshot, Index: index}
+	var digest []byte
+	err := t.tx.QueryRowContext(ctx, `SELECT payload_sha256, chunk_canonical FROM signalk_catalog_chunks_v2
+		WHERE vessel_id = ? AND snapshot_id = ? AND chunk_index = ?`, t.vessel, snapshot[:], index).Scan(&digest, &c.Canonical)
+	if errors.Is(err, sql.ErrNoRows) {
+		return c, finalize.ErrNotFound
+	}
+	copy(c.Payload[:], digest)
+	return c, wrap("read chunk", err)
+}
+
+func (t *tx) Chunks(ctx context.Context, snapshot uuid.UUID) ([]finalize.StagedChunk, error) {
+	t.check()
+	rows, err := t.tx.QueryContext(ctx, `SELECT chunk_index, payload_sha256, chunk_canonical FROM signalk_catalog_chunks_v2
+		WHERE vessel_id = ? AND snapshot_id = ? ORDER BY chunk_index`, t.vessel, snapshot[:])
+	if err != nil {
+		return nil, wrap("read chunks", err)
+	}
+	defer rows.Close()
+	var out []finalize.StagedChunk
+	for rows.Next() {
+		c := finalize.StagedChunk{Snapshot: snapshot}
+		var digest []byte
+		if err := rows.Scan(&c.Index, &digest, &c.Canonical); err != nil {
+			return nil, wrap("read chunks", err)
+		}
+		copy(c.Payload[:], digest)
+		out = append(out, c)
+	}
+	return out, wrap("read chunks", rows.Err())
+}
+
+func (t *tx) PutChunk(ctx context.Context, c finalize.StagedChunk) error {
+	t.check()
+	_, err := t.tx.ExecContext(ctx, `INSERT INTO signalk_catalog_chunks_v2
+		(vessel_id, snapshot_id, chunk_index, payload_sha256, chunk_canonical) VALUES (?, ?, ?, ?, ?)`,
+		t.vessel, c.Snapshot[:], c.Index, c.Payload[:], c.Canonical)
+	return wrap("write chunk", err)
+}
+
+func (t *tx) Index(ctx context.Context) ([]finalize.IndexEntry, error) {
+	t.check()
+	var blob []byte
+	err := t.tx.QueryRowContext(ctx, `SELECT entries FROM signalk_catalog_index_v2 WHERE vessel_id = ?`, t.vessel).Scan(&blob)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, wrap("read index", err)
+	}
+	return decodeIndex(blob)
+}
+
+func (t *tx) SetIndex(ctx context.Context, index []finalize.IndexEntry) error {
+	t.check()
+	_, err := t.tx.ExecContext(ctx, `INSERT INTO signalk_catalog_index_v2 (vessel_id, entries) VALUES (?, ?)
+		ON DUPLICATE KEY UPDATE entries = VALUES(entries)`, t.vessel, encodeIndex(index))
+	return wrap("write index", err)
+}
+
+// observationKey is the primary key of an observation row.
+func observationKey(path, sourceRef string) []byte {
+	h := sha256.New()
+	h.Write([]byte(path))
+	h.Write([]byte{0})
+	h.Write([]byte(sourceRef))
+	return h.Sum(nil)
+}
+
+// Inventory tables and the columns each kind writes besides the common
+// ones (vessel_id, record, first/last seen, currently_observed).
+var kindTables = [...]struct {
+	table   string
+	keys    []string // identity columns after vessel_id
+	columns []string // descriptive columns parsed from the record
+}{
+	catalog.KindPath:        {"signalk_catalog_paths_v2", []string{"path"}, []string{"unit_present", "unit"}},
+	catalog.KindSource:      {"signalk_catalog_sources_v2", []string{"source_ref"}, []string{"label", "source_type"}},
+	catalog.KindObservation: {"signalk_catalog_observations_v2", []string{"observation_key", "path", "source_ref"}, []string{"value_type"}},
+}
+
+// itemValues returns the identity and descriptive column values of an item,
+// parsed from its canonical record.
+func itemValues(it finalize.Item) ([]any, error) {
+	r, err := catalog.Decode(it.Record)
+	if err != nil {
+		return nil, err
+	}
+	switch it.Key.Kind {
+	case catalog.KindPath:
+		p, _ := r.AsPath()
+		var unit any
+		if !p.Unit.IsUnknown() && !p.Unit.IsNone() {
+			unit = p.Unit.Symbol()
+		}
+		return []any{it.Key.Path, !p.Unit.IsUnknown(), unit}, nil
+	case catalog.KindSource:
+		s, _ := r.AsSource()
+		return []any{it.Key.SourceRef, optional(s.Label), optional(s.Type)}, nil
+	case catalog.KindObservation:
+		o, _ := r.AsObservation()
+		return []any{observationKey(it.Key.Path, it.Key.SourceRef), it.Key.Path, it.Key.SourceRef, o.ValueType.String()}, nil
+	}
+	return nil, fmt.Errorf("mysqlstore: item of kind %v", it.Key.Kind)
+}
+
+func optional(s *string) any {
+	if s == nil {
+		return nil
+	}
+	return *s
+}
+
+func (t *tx) PutItems(ctx context.Context, items []finalize.Item) error {
+	t.check()
+	for kind := catalog.KindPath; kind <= catalog.KindObservation; kind++ {
+		var rows [][]any
+		for _, it := range items {
+			if it.Key.Kind != kind {
+				continue
+			}
+			vals, err := itemValues(it)
+			if err != nil {
+				return wrap("write items", err)
+			}
+			row := append([]any{t.vessel}, vals...)
+			row = append(row, it.Record, it.FirstSeen.Revision, nanos(it.FirstSeen.At),
+				it.LastSeen.Revision, nanos(it.LastSeen.At), it.Current)
+			rows = append(rows, row)
+		}
+		if err := t.insertRows(ctx, kind, rows); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// insertRows upserts rows of one kind in batches. FirstSeen is never in the
+// update list, so an existing item keeps it.
+func (t *tx) insertRows(ctx context.Context, kind catalog.Kind, rows [][]any) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	k := kindTables[kind]
+	cols := append(append(append([]string{"vessel_id"}, k.keys...), k.columns...),
+		"record", "first_seen_revision", "first_seen_at_ns", "last_seen_revision", "last_seen_at_ns", "currently_observed")
+	var update []string
+	for _, c := range append(append([]string{}, k.columns...), "record", "last_seen_revision", "last_seen_at_ns", "currently_observed") {
+		update = append(update, c+" = VALUES("+c+")")
+	}
+	tuple := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(cols)), ", ") + ")"
+	for start := 0; start < len(rows); start += t.s.batch {
+		batch := rows[start:min(start+t.s.batch, len(rows))]
+		args := make([]any, 0, len(batch)*len(cols))
+		for _, r := range batch {
+			args = append(args, r...)
+		}
+		q := "INSERT INTO " + k.table + " (" + strings.Join(cols, ", ") + ") VALUES " +
+			strings.TrimSuffix(strings.Repeat(tuple+", ", len(batch)), ", ") +
+			" ON DUPLICATE KEY UPDATE " + strings.Join(update, ", ")
+		if _, err := t.tx.ExecContext(ctx, q, args...); err != nil {
+			return wrap("write items", err)
+		}
+	}
+	return nil
+}
+
+func (t *tx) RetireItems(ctx context.Context, keys []finalize.ItemKey, last finalize.Seen) error {
+	t.check()
+	for kind := catalog.KindPath; kind <= catalog.KindObservation; kind++ {
+		var ids []any
+		for _, k := range keys {
+			switch {
+			case k.Kind != kind:
+			case kind == catalog.KindPath:
+				ids = append(ids, k.Path)
+			case kind == catalog.KindSource:
+				ids = append(ids, k.SourceRef)
+			default:
+				ids = append(ids, observationKey(k.Path, k.SourceRef))
+			}
+		}
+		tbl := kindTables[kind]
+		for start := 0; start < len(ids); start += t.s.batch {
+			batch := ids[start:min(start+t.s.batch, len(ids))]
+			q := "UPDATE " + tbl.table + " SET currently_observed = 0, last_seen_revision = ?, last_seen_at_ns = ?" +
+				" WHERE vessel_id = ? AND " + tbl.keys[0] + " IN (" + strings.TrimSuffix(strings.Repeat("?, ", len(batch)), ", ") + ")"
+			args := append([]any{last.Revision, nanos(last.At), t.vessel}, batch...)
+			if _, err := t.tx.ExecContext(ctx, q, args...); err != nil {
+				return wrap("retire items", err)
+			}
+		}
+	}
+	return nil
+}
+
+func (t *tx) Items(ctx context.Context) ([]finalize.Item, error) {
+	t.check()
+	var out []finalize.Item
+	for kind := catalog.KindPath; kind <= catalog.KindObservation; kind++ {
+		tbl := kindTables[kind]
+		idCols := "path, ''"
+		switch kind {
+		case catalog.KindSource:
+			idCols = "'', source_ref"
+		case catalog.KindObservation:
+			idCols = "path, source_ref"
+		}
+		rows, err := t.tx.QueryContext(ctx, "SELECT "+idCols+`, record, first_seen_revision, first_seen_at_ns,
+			last_seen_revision, last_seen_at_ns, currently_observed FROM `+tbl.table+` WHERE vessel_id = ?`, t.vessel)
+		if err != nil {
+			return nil, wrap("read items", err)
+		}
+		for rows.Next() {
+			it := finalize.Item{Key: finalize.ItemKey{Kind: kind}}
+			var first, last int64
+			if err := rows.Scan(&it.Key.Path, &it.Key.SourceRef, &it.Record, &it.FirstSeen.Revision, &first,
+				&it.LastSeen.Revision, &last, &it.Current); err != nil {
+				rows.Close()
+				return nil, wrap("read items", err)
+			}
+			it.FirstSeen.At, it.LastSeen.At = fromNanos(first), fromNanos(last)
+			out = append(out, it)
+		}
+		if err := rows.Close(); err != nil {
+			return nil, wrap("read items", err)
+		}
+		if err := rows.Err(); err != nil {
+			return nil, wrap("read items", err)
+		}
+	}
+	return out, nil
+}
