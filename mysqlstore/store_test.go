@@ -1,0 +1,257 @@
+package mysqlstore_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/yachtmemory/sourcecatalog/catalog"
+	"github.com/yachtmemory/sourcecatalog/envelope"
+	"github.com/yachtmemory/sourcecatalog/finalize"
+	"github.com/yachtmemory/sourcecatalog/mysqlstore"
+)
+
+var t0 = time.Date(2026, 5, 1, 12, 0, 0, 123456789, time.UTC)
+
+// catalogOf returns n paths with one observation each and one source.
+func catalogOf(t testing.TB, n int, unit catalog.Unit, prefix string) []*catalog.Record {
+	var records []*catalog.Record
+	for i := range n {
+		path := fmt.Sprintf("%s.sensor%03d", prefix, i)
+		p, err := catalog.NewPath(catalog.Path{Path: path, Unit: unit})
+		require.NoError(t, err)
+		o, err := catalog.NewObservation(catalog.Observation{Path: path, SourceRef: "can0.c0788c00e7e04312", ValueType: catalog.Number})
+		require.NoError(t, err)
+		records = append(records, p, o)
+	}
+	src, err := catalog.NewSource(catalog.Source{SourceRef: "can0.c0788c00e7e04312"})
+	require.NoError(t, err)
+	return append(records, src)
+}
+
+func build(t testing.TB, vessel uuid.UUID, rev int64, records []*catalog.Record) *envelope.Snapshot {
+	snap, err := envelope.Build(envelope.Input{VesselID: vessel, SnapshotID: uuid.New(), Revision: rev,
+		DiscoveredAt: t0.Add(time.Duration(rev) * time.Hour), Records: records})
+	require.NoError(t, err)
+	return snap
+}
+
+func deliver(t testing.TB, r *finalize.Receiver, snap *envelope.Snapshot) {
+	ctx := context.Background()
+	o := finalize.Origin{VesselID: snap.Manifest.VesselID}
+	_, err := r.ReceiveManifest(ctx, o, snap.Manifest.Canonical())
+	require.NoError(t, err)
+	for _, c := range snap.Chunks {
+		_, err := r.ReceiveChunk(ctx, o, c.Canonical())
+		require.NoError(t, err)
+	}
+}
+
+func activate(t testing.TB, r *finalize.Receiver, snap *envelope.Snapshot) {
+	deliver(t, r, snap)
+	out, err := r.Finalize(context.Background(), snap.Manifest.VesselID, snap.Manifest.SnapshotID)
+	require.NoError(t, err)
+	require.Equal(t, finalize.Activated, out.Status)
+}
+
+func TestUnitTriStateAndCaseSensitivePaths(t *testing.T) {
+	db := migrated(t)
+	r := finalize.NewReceiver(mysqlstore.New(db))
+	vessel := uuid.New()
+	mk := func(path string, u catalog.Unit) []*catalog.Record {
+		p, err := catalog.NewPath(catalog.Path{Path: path, Unit: u})
+		require.NoError(t, err)
+		o, err := catalog.NewObservation(catalog.Observation{Path: path, SourceRef: "s", ValueType: catalog.String})
+		require.NoError(t, err)
+		return []*catalog.Record{p, o}
+	}
+	var records []*catalog.Record
+	records = append(records, mk("navigation.state", catalog.NoUnit())...)     // null
+	records = append(records, mk("navigation.State", catalog.Unit{})...)       // absent, differs only in case
+	records = append(records, mk("navigation.state ", catalog.UnitOf("m"))...) // differs by a trailing space
+	src, _ := catalog.NewSource(catalog.Source{SourceRef: "s"})
+	records = append(records, src)
+	activate(t, r, build(t, vessel, 1, records))
+
+	cat, err := r.Active(context.Background(), vessel)
+	require.NoError(t, err)
+	units := map[string]string{}
+	for _, it := range cat.Items {
+		if it.Kind != catalog.KindPath {
+			continue
+		}
+		rec, err := catalog.Decode(it.Record)
+		require.NoError(t, err)
+		p, _ := rec.AsPath()
+		units[it.Path] = p.Unit.String()
+		assert.Equal(t, t0.Add(time.Hour), it.FirstSeen.At, "nanoseconds survive")
+	}
+	assert.Equal(t, map[string]string{"navigation.state": "null", "navigation.State": "(absent)", "navigation.state ": "m"}, units)
+
+	var present, null int
+	require.NoError(t, db.QueryRow(`SELECT SUM(unit_present), SUM(unit IS NULL) FROM signalk_catalog_paths_v2`).Scan(&present, &null))
+	assert.Equal(t, 2, present, "null and string units are present, the absent one is not")
+	assert.Equal(t, 2, null, "absent and null have no unit text")
+}
+
+func TestConcurrentFinalizeFromSeveralConnections(t *testing.T) {
+	db := migrated(t)
+	vessel := uuid.New()
+	snap := build(t, vessel, 1, catalogOf(t, 150, catalog.UnitOf("m"), "environment.depth"))
+	deliver(t, finalize.NewReceiver(mysqlstore.New(db)), snap)
+
+	const workers = 8
+	var wg sync.WaitGroup
+	outs := make([]finalize.Outcome, workers)
+	errs := make([]error, workers)
+	for i := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// Each worker has its own Receiver and pool, as separate
+			// processes would.
+			own, _ := sql.Open("mysql", connDSN(t, db))
+			defer own.Close()
+			outs[i], errs[i] = finalize.NewReceiver(mysqlstore.New(own)).Finalize(context.Background(), vessel, snap.Manifest.SnapshotID)
+		}()
+	}
+	wg.Wait()
+	activated := 0
+	for i := range workers {
+		require.NoError(t, errs[i])
+		switch outs[i].Status {
+		case finalize.Activated:
+			activated++
+		case finalize.AlreadyActive:
+		default:
+			t.Errorf("worker %d: %s", i, outs[i].Status)
+		}
+	}
+	assert.Equal(t, 1, activated, "exactly one activation")
+}
+
+// connDSN returns the DSN of db's schema.
+func connDSN(t testing.TB, db *sql.DB) string {
+	var name string
+	require.NoError(t, db.QueryRow("SELECT DATABASE()").Scan(&name))
+	cfg := serverDSN(t).Clone()
+	cfg.DBName = name
+	return cfg.FormatDSN()
+}
+
+// pausingStore pauses every transaction that writes inventory items right
+// after the write, until the test lets it go.
+type pausingStore struct {
+	finalize.Store
+	paused chan struct{}
+	resume chan struct{}
+}
+
+func (p *pausingStore) WithVessel(ctx context.Context, id uuid.UUID, fn func(finalize.Tx) error) error {
+	return p.Store.WithVessel(ctx, id, func(tx finalize.Tx) error { return fn(&pausingTx{tx, p}) })
+}
+
+type pausingTx struct {
+	finalize.Tx
+	p *pausingStore
+}
+
+func (t *pausingTx) PutItems(ctx context.Context, items []finalize.Item) error {
+	if err := t.Tx.PutItems(ctx, items); err != nil {
+		return err
+	}
+	t.p.paused <- struct{}{}
+	<-t.p.resume
+	return nil
+}
+
+func TestKilledSessionMidActivation(t *testing.T) {
+	db := migrated(t)
+	ctx := context.Background()
+	vessel := uuid.New()
+	plain := finalize.NewReceiver(mysqlstore.New(db))
+	a := build(t, vessel, 1, catalogOf(t, 120, catalog.UnitOf("m"), "environment.depth"))
+	activate(t, plain, a)
+	before, err := plain.Active(ctx, vessel)
+	require.NoError(t, err)
+
+	b := build(t, vessel, 2, catalogOf(t, 130, catalog.UnitOf("ft"), "environment.depth"))
+	deliver(t, plain, b)
+	ps := &pausingStore{Store: mysqlstore.New(db, mysqlstore.WithRetries(0)), paused: make(chan struct{}), resume: make(chan struct{})}
+	done := make(chan error, 1)
+	go func() {
+		_, err := finalize.NewReceiver(ps).Finalize(ctx, vessel, b.Manifest.SnapshotID)
+		done <- err
+	}()
+	<-ps.paused
+	// The activation has written items and holds an open transaction.
+	var thread int64
+	require.NoError(t, db.QueryRow(`SELECT trx_mysql_thread_id FROM information_schema.INNODB_TRX
+		WHERE trx_rows_modified > 0`).Scan(&thread))
+	_, err = db.Exec(fmt.Sprintf("KILL %d", thread))
+	require.NoError(t, err)
+	close(ps.resume)
+	require.Error(t, <-done, "the killed activation fails")
+
+	fresh := finalize.NewReceiver(mysqlstore.New(db))
+	mid, err := fresh.Active(ctx, vessel)
+	require.NoError(t, err)
+	assert.Equal(t, before, mid, "the old catalog is still active, untouched")
+
+	outs, err := fresh.Reconcile(ctx, vessel)
+	require.NoError(t, err)
+	require.Len(t, outs, 1)
+	assert.Equal(t, finalize.Activated, outs[0].Status)
+	after, err := fresh.Active(ctx, vessel)
+	require.NoError(t, err)
+	assert.Equal(t, b.Manifest.SnapshotID, after.SnapshotID)
+}
+
+// v1Tables creates the v1 tables with sample rows, as an installed v1
+// receiver would have them.
+var v1Tables = []string{
+	`CREATE TABLE signalk_catalog_state (vessel_id CHAR(36) PRIMARY KEY, revision INT, payload TEXT, updated_at DATETIME)`,
+	`CREATE TABLE signalk_discovery_snapshots (id INT AUTO_INCREMENT PRIMARY KEY, vessel_id CHAR(36), taken_at DATETIME, body JSON)`,
+	`CREATE TABLE signalk_discovered_paths (vessel_id CHAR(36), path VARCHAR(255), unit VARCHAR(32), first_seen DATETIME, PRIMARY KEY (vessel_id, path))`,
+	`CREATE TABLE signalk_discovered_sources (vessel_id CHAR(36), source_ref VARCHAR(255), label VARCHAR(255), PRIMARY KEY (vessel_id, source_ref))`,
+	`INSERT INTO signalk_catalog_state VALUES ('8d4b0a52-0000-4000-8000-000000000001', 7, '{"paths":3}', '2025-01-01 00:00:00')`,
+	`INSERT INTO signalk_discovery_snapshots (vessel_id, taken_at, body) VALUES ('8d4b0a52-0000-4000-8000-000000000001', '2025-01-01 00:00:00', '{"a": [1, 2]}')`,
+	`INSERT INTO signalk_discovered_paths VALUES ('8d4b0a52-0000-4000-8000-000000000001', 'navigation.speedOverGround', 'm/s', '2025-01-01 00:00:00')`,
+	`INSERT INTO signalk_discovered_sources VALUES ('8d4b0a52-0000-4000-8000-000000000001', 'can0.c0788c00e7e04312', 'can0')`,
+}
+
+func dumpV1(t *testing.T, db *sql.DB) string {
+	var b strings.Builder
+	for _, table := range []string{"signalk_catalog_state", "signalk_discovery_snapshots", "signalk_discovered_paths", "signalk_discovered_sources"} {
+		var name, create string
+		require.NoError(t, db.QueryRow("SHOW CREATE TABLE "+table).Scan(&name, &create))
+		b.WriteString(create + "\n")
+		var sum sql.NullInt64
+		require.NoError(t, db.QueryRow("CHECKSUM TABLE "+table+" EXTENDED").Scan(&name, &sum))
+		fmt.Fprintf(&b, "%s checksum %v\n", table, sum)
+	}
+	return b.String()
+}
+
+func TestV1TablesUntouched(t *testing.T) {
+	db, _ := testSchema(t)
+	for _, stmt := range v1Tables {
+		_, err := db.Exec(stmt)
+		require.NoError(t, err)
+	}
+	before := dumpV1(t, db)
+	require.NoError(t, mysqlstore.Migrate(context.Background(), db))
+	r := finalize.NewReceiver(mysqlstore.New(db))
+	vessel := uuid.New()
+	activate(t, r, build(t, vessel, 1, catalogOf(t, 50, catalog.UnitOf("m"), "navigation")))
+	activate(t, r, build(t, vessel, 2, catalogOf(t, 40, catalog.NoUnit(), "navigation")))
+	require.NoError(t, r.Prune(context.Background(), vessel, 0))
+	assert.Equal(t, before, dumpV1(t, db), "v1 tables are byte-identical after a full cycle")
+}
