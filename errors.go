@@ -153,6 +153,8 @@ func (e *Error) Unwrap() []error {
 	return []error{e.Class, e.Err}
 }
 
+func isError(err error) bool { _, ok := err.(*Error); return ok }
+
 // Problems flattens err — a single error or a tree joined with errors.Join —
 // into its located errors, in order. Errors that are not an *Error are
 // returned wrapped in one with no location.
@@ -160,15 +162,16 @@ func Problems(err error) []*Error {
 	if err == nil {
 		return nil
 	}
-	if e, ok := err.(*Error); ok {
-		return []*Error{e}
-	}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
+	if j, ok := err.(interface{ Unwrap() []error }); ok && !isError(err) {
 		var out []*Error
 		for _, inner := range j.Unwrap() {
 			out = append(out, Problems(inner)...)
 		}
 		return out
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return []*Error{e}
 	}
 	return []*Error{{Class: err, Chunk: NoIndex, Record: NoIndex}}
 }

@@ -86,7 +86,7 @@ func FromValue(v *canonical.Value) (*Record, error) {
 		m := &mems[i]
 		required, ok := lookupField(kind, m.Name)
 		if !ok {
-			return nil, sourcecatalog.Errorf(sourcecatalog.ErrUnknownField, "not a member of a "+kind.String()+" record").AtField(m.Name)
+			return nil, sourcecatalog.Errorf(sourcecatalog.ErrUnknownField, "not a member of "+article(kind)+" record").AtField(m.Name)
 		}
 		if required {
 			seen++
@@ -138,7 +138,7 @@ func FromValue(v *canonical.Value) (*Record, error) {
 	if seen != countRequired(kind) {
 		for _, f := range recordFields[kind] {
 			if f.required && !has(mems, f.name) {
-				return nil, sourcecatalog.Errorf(sourcecatalog.ErrMissingField, "required in a "+kind.String()+" record").AtField(f.name)
+				return nil, sourcecatalog.Errorf(sourcecatalog.ErrMissingField, "required in "+article(kind)+" record").AtField(f.name)
 			}
 		}
 	}
@@ -215,4 +215,12 @@ func has(mems []canonical.Member, name string) bool {
 		}
 	}
 	return false
+}
+
+// article returns the kind's name with its indefinite article.
+func article(k Kind) string {
+	if k == KindObservation {
+		return "an observation"
+	}
+	return "a " + k.String()
 }

@@ -69,6 +69,11 @@ func Build(in Input, opts ...Option) (*Snapshot, error) {
 	if err := m.Check(); err != nil {
 		return nil, err
 	}
+	for i, r := range in.Records {
+		if r == nil {
+			return nil, sourcecatalog.Errorf(sourcecatalog.ErrInvalidValue, "nil record").AtRecord(i)
+		}
+	}
 	records, order := sortRecords(in.Records)
 	if err := catalog.Check(records); err != nil {
 		return nil, relocate(err, order)
@@ -87,13 +92,19 @@ func Build(in Input, opts ...Option) (*Snapshot, error) {
 }
 
 // sortRecords returns the records in canonical order and, for each, its
-// position in the input.
+// position in the input. Records with the same identity keep their input
+// order, so the later of two duplicates is the one reported.
 func sortRecords(in []*catalog.Record) ([]*catalog.Record, []int32) {
 	order := make([]int32, len(in))
 	for i := range order {
 		order[i] = int32(i)
 	}
-	slices.SortFunc(order, func(a, b int32) int { return catalog.Compare(in[a], in[b]) })
+	slices.SortFunc(order, func(a, b int32) int {
+		if c := catalog.Compare(in[a], in[b]); c != 0 {
+			return c
+		}
+		return int(a - b) // duplicates keep their input order
+	})
 	records := make([]*catalog.Record, len(in))
 	for i, k := range order {
 		records[i] = in[k]
@@ -152,6 +163,10 @@ func cut(h *chunkHeader, records []*catalog.Record, w Wrapper) ([]*Chunk, error)
 				}
 			}
 			if lo == start {
+				if start == len(records) {
+					// Not even the empty chunk fits: no record to blame.
+					return nil, sourcecatalog.Errorf(sourcecatalog.ErrLimitExceeded, "an empty chunk exceeds the wrapped request limit")
+				}
 				return nil, tooLarge(start, "wrapped outbox request")
 			}
 			end = lo

@@ -63,11 +63,15 @@ func (m *Manifest) Check() error {
 	if err := checkTime(m.DiscoveredAt); err != nil {
 		return err
 	}
-	if m.ChunkCount < 1 || m.ChunkCount > sourcecatalog.MaxChunks {
-		return sourcecatalog.Errorf(sourcecatalog.ErrLimitExceeded, "must be in 1..256").AtField("chunk_count")
-	}
-	if m.RecordCount < 0 || m.RecordCount > sourcecatalog.MaxRecords {
-		return sourcecatalog.Errorf(sourcecatalog.ErrLimitExceeded, "must be in 0..25600").AtField("record_count")
+	switch {
+	case m.ChunkCount < 1:
+		return invalid("chunk_count", "must be at least 1")
+	case m.ChunkCount > sourcecatalog.MaxChunks:
+		return sourcecatalog.Errorf(sourcecatalog.ErrLimitExceeded, "more than 256 chunks").AtField("chunk_count")
+	case m.RecordCount < 0:
+		return invalid("record_count", "must not be negative")
+	case m.RecordCount > sourcecatalog.MaxRecords:
+		return sourcecatalog.Errorf(sourcecatalog.ErrLimitExceeded, "more than 25600 records").AtField("record_count")
 	}
 	return nil
 }
@@ -130,7 +134,7 @@ func (m *Manifest) decodeField(name string, v *canonical.Value) error {
 	var n int64
 	switch name {
 	case "chunk_count":
-		n, err = integer(v, name, 1, sourcecatalog.MaxChunks)
+		n, err = integer(v, name, 0, sourcecatalog.MaxRevision) // Check classifies the range
 		m.ChunkCount = int(n)
 	case "discovered_at_utc":
 		var s string
@@ -146,7 +150,7 @@ func (m *Manifest) decodeField(name string, v *canonical.Value) error {
 	case "protocol":
 		err = constant(v, name, sourcecatalog.Protocol)
 	case "record_count":
-		n, err = integer(v, name, 0, sourcecatalog.MaxRecords)
+		n, err = integer(v, name, 0, sourcecatalog.MaxRevision)
 		m.RecordCount = int(n)
 	case "revision":
 		m.Revision, err = integer(v, name, 1, sourcecatalog.MaxRevision)

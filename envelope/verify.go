@@ -17,9 +17,9 @@ import (
 // across chunks and satisfying every integrity rule; and the document hash.
 //
 // It returns nil or an error that joins one *sourcecatalog.Error per problem
-// found (at most catalog.MaxProblems of a kind), each with its class and
-// location: chunk index, record index within the chunk, field.
-// sourcecatalog.Problems lists them.
+// found, each with its class and location: chunk index, record index within
+// the chunk, field. After 400 problems one more says that further problems
+// were not reported. sourcecatalog.Problems lists them.
 func Verify(m *Manifest, chunks []*Chunk) error {
 	var v verifier
 	v.run(m, chunks)
@@ -30,9 +30,15 @@ type verifier struct {
 	problems []error
 }
 
+// maxProblems bounds what Verify reports.
+const maxProblems = 4 * catalog.MaxProblems
+
 func (v *verifier) add(e *sourcecatalog.Error) {
-	if len(v.problems) < 4*catalog.MaxProblems {
+	switch n := len(v.problems); {
+	case n < maxProblems:
 		v.problems = append(v.problems, e)
+	case n == maxProblems:
+		v.problems = append(v.problems, sourcecatalog.Errorf(e.Class, "further problems not reported"))
 	}
 }
 
@@ -47,8 +53,12 @@ func (v *verifier) run(m *Manifest, chunks []*Chunk) {
 	}
 	byIndex := make([]*Chunk, m.ChunkCount)
 	complete := true
-	for _, c := range chunks {
+	for i, c := range chunks {
 		switch {
+		case c == nil:
+			v.add(sourcecatalog.Errorf(sourcecatalog.ErrInvalidValue, "nil chunk at position "+strconv.Itoa(i)))
+			complete = false
+			continue
 		case c.vesselID != m.VesselID:
 			v.add(integrity("vessel_id differs from the manifest").InChunk(c.index).AtField("vessel_id"))
 		case c.snapshotID != m.SnapshotID:
@@ -87,6 +97,9 @@ func (v *verifier) run(m *Manifest, chunks []*Chunk) {
 			v.add(sourcecatalog.Errorf(sourcecatalog.ErrLimitExceeded, "canonical body larger than 16384 bytes").InChunk(i).AtField("records"))
 		case len(c.records) == 0 && m.RecordCount > 0:
 			v.add(integrity("empty chunk in a non-empty snapshot").InChunk(i).AtField("records"))
+		case len(c.records) == 0 && i > 0:
+			// An empty snapshot is exactly one chunk with no records.
+			v.add(integrity("an empty snapshot has exactly one chunk").InChunk(i).AtField("records"))
 		}
 	}
 	if total != m.RecordCount {
