@@ -65,10 +65,13 @@ type Outcome struct {
 // document hashes, uniqueness, schema, integrity); Superseded when the
 // snapshot is older than the active revision; AlreadyActive when it, or an
 // identical document at the same revision, is active; Activated when this
-// call activated it. A finalized snapshot reports the same outcome again.
+// call activated it. A finalized snapshot reports the same outcome again,
+// in the light of what is active now: Superseded once a higher revision
+// replaced it; Rejected with the same reason and error.
 //
-// Errors: ErrRevisionConflict (with a Rejected outcome, recorded) when the
-// snapshot claims the active revision with another document;
+// Errors: ErrRevisionConflict (with a Rejected outcome, recorded, and again
+// on every later call) when the snapshot claims the active revision with
+// another document;
 // ErrStagingExhausted when the retained bounds would be exceeded (nothing
 // changes; Prune, Discard or WithRetention make room); Store errors.
 func (r *Receiver) Finalize(ctx context.Context, vesselID, snapshotID uuid.UUID) (Outcome, error) {
@@ -93,9 +96,9 @@ func (r *Receiver) Finalize(ctx context.Context, vesselID, snapshotID uuid.UUID)
 		if s.State != StateStaging {
 			out.Status = finalStatus(s, v)
 			if s.State == StateRejected {
-				out.Err = sourcecatalog.Errorf(sourcecatalog.ErrIntegrity, s.Reason)
+				out.Err, result, err = rejection(ctx, tx, s)
 			}
-			return nil
+			return err
 		}
 		chunks, err := tx.Chunks(ctx, snapshotID)
 		if err != nil {
@@ -116,7 +119,7 @@ func (r *Receiver) Finalize(ctx context.Context, vesselID, snapshotID uuid.UUID)
 			return r.finish(ctx, tx, &s, StateSuperseded, Superseded, "")
 		case m.Revision == v.ActiveRevision && m.DocumentSHA256 != v.ActiveDocument:
 			out.Status = Rejected
-			out.Err = sourcecatalog.Errorf(ErrRevisionConflict, "the active snapshot has this revision with another document")
+			out.Err = revisionConflict()
 			result = out.Err
 			return r.finish(ctx, tx, &s, StateRejected, Rejected, out.Err.Error())
 		case m.Revision == v.ActiveRevision:
@@ -147,8 +150,30 @@ func finalStatus(s Snapshot, v VesselState) OutcomeStatus {
 		return AlreadyActive
 	case s.Final == Activated:
 		return Superseded // activated once, replaced since
+	case s.Final == AlreadyActive && s.Revision != v.ActiveRevision:
+		return Superseded // its twin was replaced since
 	}
 	return s.Final
+}
+
+func revisionConflict() error {
+	return sourcecatalog.Errorf(ErrRevisionConflict, "the active snapshot has this revision with another document")
+}
+
+// rejection finds again why a snapshot was rejected, so that Finalize
+// reports it again with the same outcome and error: the verification
+// failure of its staged set or, when the set verifies, the revision
+// conflict, which Finalize also returns as its error.
+func rejection(ctx context.Context, tx Tx, s Snapshot) (why, result, err error) {
+	chunks, err := tx.Chunks(ctx, s.ID)
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, _, verr := verifyStaged(s, chunks); verr != nil {
+		return verr, nil, nil
+	}
+	rc := revisionConflict()
+	return rc, rc, nil
 }
 
 // missing fills out's missing pieces and reports whether there are any.

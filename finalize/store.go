@@ -181,8 +181,11 @@ type Seen struct {
 // An Item is one entry of a vessel's inventory: every path, source and
 // observation any activated snapshot ever selected.
 type Item struct {
-	Key    ItemKey
-	Record []byte // canonical bytes of the item's latest record
+	Key ItemKey
+	// Record is the canonical bytes of the item's latest record, a valid
+	// record of the key's kind and identity; a Store may parse it, for
+	// instance to fill descriptive columns.
+	Record []byte
 	// FirstSeen is the activation that first selected the item; a Store
 	// never overwrites it.
 	FirstSeen Seen

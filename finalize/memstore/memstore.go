@@ -76,13 +76,15 @@ func (s *Store) WithVessel(ctx context.Context, vesselID uuid.UUID, fn func(fina
 }
 
 // tx buffers writes over the committed vessel state; reads see the buffer
-// first. A nil entry in a map marks a deletion.
+// first. A nil snapshot marks a deletion; dropped lists the snapshots whose
+// committed chunks were deleted, even if the snapshot was put again since.
 type tx struct {
 	v         *vessel
 	done      bool
 	state     *finalize.VesselState
 	snapshots map[uuid.UUID]*finalize.Snapshot
-	chunks    map[chunkKey]*finalize.StagedChunk
+	dropped   map[uuid.UUID]bool
+	chunks    map[chunkKey]finalize.StagedChunk
 	index     *[]finalize.IndexEntry
 	items     map[finalize.ItemKey]finalize.Item
 }
@@ -99,24 +101,19 @@ func (t *tx) commit() {
 	if t.state != nil {
 		v.state = *t.state
 	}
+	for k := range v.chunks {
+		if t.dropped[k.snapshot] {
+			delete(v.chunks, k)
+		}
+	}
 	for id, s := range t.snapshots {
 		if s == nil {
 			delete(v.snapshots, id)
-			for k := range v.chunks {
-				if k.snapshot == id {
-					delete(v.chunks, k)
-				}
-			}
 			continue
 		}
 		v.snapshots[id] = *s
 	}
-	for k, c := range t.chunks {
-		if c == nil {
-			continue // deleted with its snapshot above
-		}
-		v.chunks[k] = *c
-	}
+	maps.Copy(v.chunks, t.chunks)
 	if t.index != nil {
 		v.index = *t.index
 	}
@@ -194,18 +191,16 @@ func (t *tx) DeleteSnapshot(ctx context.Context, id uuid.UUID) error {
 		t.snapshots = make(map[uuid.UUID]*finalize.Snapshot)
 	}
 	t.snapshots[id] = nil
+	if t.dropped == nil {
+		t.dropped = make(map[uuid.UUID]bool)
+	}
+	t.dropped[id] = true
 	for k := range t.chunks {
 		if k.snapshot == id {
-			t.chunks[k] = nil
+			delete(t.chunks, k)
 		}
 	}
 	return nil
-}
-
-// deleted reports whether the snapshot was deleted in this transaction.
-func (t *tx) deleted(id uuid.UUID) bool {
-	s, ok := t.snapshots[id]
-	return ok && s == nil
 }
 
 func (t *tx) Chunk(ctx context.Context, snapshot uuid.UUID, index int) (finalize.StagedChunk, error) {
@@ -213,10 +208,10 @@ func (t *tx) Chunk(ctx context.Context, snapshot uuid.UUID, index int) (finalize
 		return finalize.StagedChunk{}, err
 	}
 	k := chunkKey{snapshot, index}
-	if c, ok := t.chunks[k]; ok && c != nil {
-		return *c, nil
+	if c, ok := t.chunks[k]; ok {
+		return c, nil
 	}
-	if c, ok := t.v.chunks[k]; ok && !t.deleted(snapshot) {
+	if c, ok := t.v.chunks[k]; ok && !t.dropped[snapshot] {
 		return c, nil
 	}
 	return finalize.StagedChunk{}, finalize.ErrNotFound
@@ -227,7 +222,7 @@ func (t *tx) Chunks(ctx context.Context, snapshot uuid.UUID) ([]finalize.StagedC
 		return nil, err
 	}
 	var out []finalize.StagedChunk
-	if !t.deleted(snapshot) {
+	if !t.dropped[snapshot] {
 		for k, c := range t.v.chunks {
 			if k.snapshot == snapshot {
 				if _, ok := t.chunks[k]; !ok {
@@ -237,8 +232,8 @@ func (t *tx) Chunks(ctx context.Context, snapshot uuid.UUID) ([]finalize.StagedC
 		}
 	}
 	for k, c := range t.chunks {
-		if k.snapshot == snapshot && c != nil {
-			out = append(out, *c)
+		if k.snapshot == snapshot {
+			out = append(out, c)
 		}
 	}
 	slices.SortFunc(out, func(a, b finalize.StagedChunk) int { return a.Index - b.Index })
@@ -250,9 +245,9 @@ func (t *tx) PutChunk(ctx context.Context, c finalize.StagedChunk) error {
 		return err
 	}
 	if t.chunks == nil {
-		t.chunks = make(map[chunkKey]*finalize.StagedChunk)
+		t.chunks = make(map[chunkKey]finalize.StagedChunk)
 	}
-	t.chunks[chunkKey{c.Snapshot, c.Index}] = &c
+	t.chunks[chunkKey{c.Snapshot, c.Index}] = c
 	return nil
 }
 

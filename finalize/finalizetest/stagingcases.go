@@ -1,0 +1,294 @@
+package finalizetest
+
+import (
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+	"github.com/yachtmemory/sourcecatalog/envelope"
+	"github.com/yachtmemory/sourcecatalog/finalize"
+)
+
+var stagingCases = []testCase{
+	{"IncompleteCount", testIncompleteCount},
+	{"IncompleteBytes", testIncompleteBytes},
+	{"RetainedCount", testRetainedCount},
+	{"RetainedBytes", testRetainedBytes},
+	{"Discard", testDiscard},
+	{"DiscardActive", testDiscardActive},
+	{"Prune", testPrune},
+	{"NoAutomaticPruning", testNoAutomaticPruning},
+	{"Retention", testRetention},
+	{"RetentionMakesRoom", testRetentionMakesRoom},
+}
+
+// roomy is a bound no test reaches.
+const roomy = 1 << 30
+
+func (e *env) discard(id uuid.UUID) {
+	e.t.Helper()
+	require.NoError(e.t, e.r.Discard(e.ctx, e.vessel, id), "Discard")
+}
+
+func (e *env) prune(keep int) {
+	e.t.Helper()
+	require.NoError(e.t, e.r.Prune(e.ctx, e.vessel, keep), "Prune")
+}
+
+// requireExhausted requires Finalize to fail closed with
+// ErrStagingExhausted, changing nothing.
+func (e *env) requireExhausted(id uuid.UUID) {
+	e.t.Helper()
+	out, err := e.r.Finalize(e.ctx, e.vessel, id)
+	require.ErrorIs(e.t, err, finalize.ErrStagingExhausted)
+	require.Zero(e.t, out, "no outcome when Finalize fails")
+}
+
+func testIncompleteCount(t *testing.T, newStore NewStore) {
+	e := newEnv(t, newStore, finalize.WithLimits(finalize.Limits{
+		IncompleteSnapshots: 2, IncompleteBytes: roomy, RetainedSnapshots: roomy, RetainedBytes: roomy,
+	}))
+	a := e.build(1, baseInventory())
+	e.activate(a)
+	s1 := e.build(2, changedInventory(t).withSensors("sensor", 150, "m"))
+	s2 := e.build(3, baseInventory().withSensors("probe", 150, "m"))
+	s3 := e.build(4, changedInventory(t))
+	m1, m2, m3 := messagesOf(t, s1), messagesOf(t, s2), messagesOf(t, s3)
+
+	e.deliver(m1[0], finalize.Staged)
+	e.deliver(m2[2], finalize.Staged)
+	e.refuse(m3[0], finalize.ErrStagingExhausted) // a third incomplete snapshot
+	e.refuse(m3[1], finalize.ErrStagingExhausted)
+	e.requireNothingStaged(idOf(s3))
+	e.deliver(m1[0], finalize.AlreadyReceived) // retries are still answered
+	e.deliver(m2[2], finalize.AlreadyReceived)
+	e.deliver(m1[1], finalize.Staged) // staged snapshots still grow
+	e.requireActive(a)
+
+	e.discard(idOf(s2))
+	e.requireNothingStaged(idOf(s2))
+	e.deliverAll(m3, finalize.Staged)
+	e.refuse(m2[2], finalize.ErrStagingExhausted)
+
+	// Finalizing frees room too.
+	e.deliverAll(m1[2:], finalize.Staged)
+	require.Equal(t, finalize.Activated, e.finalize(idOf(s1)).Status)
+	require.Equal(t, finalize.Activated, e.finalize(idOf(s3)).Status)
+	e.deliverAll(m2, finalize.Staged)
+	require.Equal(t, finalize.Superseded, e.finalize(idOf(s2)).Status)
+	e.requireActive(a, s1, s3)
+}
+
+func testIncompleteBytes(t *testing.T, newStore NewStore) {
+	e := newEnv(t, newStore)
+	a := e.build(1, baseInventory())
+	e.activate(a)
+	s1 := e.build(2, changedInventory(t).withSensors("sensor", 150, "m"))
+	s2 := e.build(3, changedInventory(t).withSensors("probe", 150, "m"))
+	m1, m2 := messagesOf(t, s1), messagesOf(t, s2)
+	size1 := stagedBytes(m1)
+	require.LessOrEqual(t, stagedBytes(m2), size1, "fixture")
+	limits := func(bytes int64) finalize.Option {
+		return finalize.WithLimits(finalize.Limits{IncompleteSnapshots: roomy, IncompleteBytes: bytes, RetainedSnapshots: roomy, RetainedBytes: roomy})
+	}
+
+	// One byte short of s1: its last chunk does not fit.
+	tight := e.over(finalize.NewReceiver(e.store, limits(size1-1)))
+	last := len(m1) - 1
+	tight.deliverAll(m1[:last], finalize.Staged)
+	tight.refuse(m1[last], finalize.ErrStagingExhausted)
+	tight.requireMissing(idOf(s1), last-1)
+	tight.deliverAll(m1[:last], finalize.AlreadyReceived)
+	tight.requireActive(a)
+
+	// Exactly s1: nothing else fits until s1 is finalized.
+	exact := e.over(finalize.NewReceiver(e.store, limits(size1)))
+	exact.deliver(m1[last], finalize.Staged)
+	exact.refuse(m2[0], finalize.ErrStagingExhausted)
+	exact.refuse(m2[1], finalize.ErrStagingExhausted)
+	exact.requireNothingStaged(idOf(s2))
+	require.Equal(t, finalize.Activated, exact.finalize(idOf(s1)).Status)
+	exact.deliverAll(m2, finalize.Staged)
+	require.Equal(t, finalize.Activated, exact.finalize(idOf(s2)).Status)
+	exact.requireActive(a, s1, s2)
+}
+
+func testRetainedCount(t *testing.T, newStore NewStore) {
+	e := newEnv(t, newStore, finalize.WithLimits(finalize.Limits{
+		IncompleteSnapshots: roomy, IncompleteBytes: roomy, RetainedSnapshots: 2, RetainedBytes: roomy,
+	}))
+	s1 := e.build(1, baseInventory())
+	s2 := e.build(2, changedInventory(t))
+	e.activate(s1)
+	e.activate(s2)
+	s3 := e.build(3, baseInventory().withSensors("sensor", 150, "m"))
+	low := e.build(1, changedInventory(t).withSensors("probe", 10, "m"))
+	m3 := messagesOf(t, s3)
+	e.deliverAll(m3, finalize.Staged)
+	e.deliverAll(messagesOf(t, low), finalize.Staged)
+	for range 2 {
+		e.requireExhausted(idOf(s3))
+		e.requireExhausted(idOf(low)) // superseded snapshots are retained too
+		e.requireActive(s1, s2)
+	}
+	e.deliverAll(m3, finalize.AlreadyReceived)
+
+	e.prune(1)
+	e.requireNothingStaged(idOf(s1))
+	require.Equal(t, e.outcome(finalize.AlreadyActive, s2, s2), e.finalize(idOf(s2)))
+	require.Equal(t, e.outcome(finalize.Activated, s3, s3), e.finalize(idOf(s3)))
+	e.requireActive(s1, s2, s3) // pruning never touches the inventory
+	e.requireExhausted(idOf(low))
+}
+
+func testRetainedBytes(t *testing.T, newStore NewStore) {
+	e := newEnv(t, newStore)
+	s1 := e.build(1, baseInventory().withSensors("sensor", 100, "m"))
+	s2 := e.build(2, changedInventory(t))
+	s3 := e.build(3, baseInventory().withSensors("probe", 150, "m"))
+	total := stagedBytes(messagesOf(t, s1)) + stagedBytes(messagesOf(t, s2)) + stagedBytes(messagesOf(t, s3))
+	e.r = finalize.NewReceiver(e.store, finalize.WithLimits(finalize.Limits{
+		IncompleteSnapshots: roomy, IncompleteBytes: roomy, RetainedSnapshots: roomy, RetainedBytes: total - 1,
+	}))
+	e.activate(s1)
+	e.activate(s2)
+	e.deliverAll(messagesOf(t, s3), finalize.Staged)
+	e.requireExhausted(idOf(s3))
+	e.requireActive(s1, s2)
+	e.deliverAll(messagesOf(t, s2), finalize.AlreadyReceived)
+	e.deliverAll(messagesOf(t, s3), finalize.AlreadyReceived)
+	e.requireExhausted(idOf(s3))
+	e.discard(idOf(s1))
+	e.requireNothingStaged(idOf(s1))
+	require.Equal(t, e.outcome(finalize.Activated, s3, s3), e.finalize(idOf(s3)))
+	e.requireActive(s1, s2, s3)
+}
+
+func testDiscard(t *testing.T, newStore NewStore) {
+	e := newEnv(t, newStore)
+	a := e.build(1, baseInventory())
+	e.activate(a)
+	s := e.build(2, changedInventory(t).withSensors("sensor", 150, "m"))
+	msgs := messagesOf(t, s)
+	e.deliverAll(msgs[:3], finalize.Staged)
+	e.discard(idOf(s))
+	e.requireNothingStaged(idOf(s))
+	e.discard(e.ids.next()) // unknown: not an error
+	e.requireActive(a)
+
+	e.deliverAll(msgs, finalize.Staged) // staged afresh
+	require.Equal(t, finalize.Activated, e.finalize(idOf(s)).Status)
+	e.discard(idOf(a)) // replaced: may go
+	e.requireNothingStaged(idOf(a))
+	e.requireActive(a, s) // the inventory is never touched
+}
+
+func testDiscardActive(t *testing.T, newStore NewStore) {
+	e := newEnv(t, newStore)
+	a := e.build(1, baseInventory().withSensors("sensor", 150, "m"))
+	e.activate(a)
+	twin := e.build(1, baseInventory().withSensors("sensor", 150, "m"))
+	e.deliverAll(messagesOf(t, twin), finalize.Staged)
+	require.Equal(t, finalize.AlreadyActive, e.finalize(idOf(twin)).Status)
+
+	err := e.r.Discard(e.ctx, e.vessel, idOf(a))
+	require.ErrorIs(t, err, finalize.ErrActiveSnapshot)
+	require.Equal(t, e.outcome(finalize.AlreadyActive, a, a), e.finalize(idOf(a)), "the active snapshot is kept")
+	e.deliverAll(messagesOf(t, a), finalize.AlreadyReceived)
+	e.requireActive(a)
+	e.discard(idOf(twin)) // not the active one
+	e.requireNothingStaged(idOf(twin))
+	e.requireActive(a)
+}
+
+func testPrune(t *testing.T, newStore NewStore) {
+	e := newEnv(t, newStore)
+	s1 := e.build(1, baseInventory())
+	s2 := e.build(2, changedInventory(t))
+	s3 := e.build(3, baseInventory().withSensors("sensor", 150, "m"))
+	for _, s := range []*envelope.Snapshot{s1, s2, s3} {
+		e.activate(s)
+	}
+	bad := e.build(9, changedInventory(t).withSensors("probe", 150, "m")) // rejected
+	badMsgs := messagesOf(t, bad)
+	m := bad.Manifest
+	m.RecordCount++
+	badMsgs[0] = manifestMessage(t, m.Canonical())
+	e.deliverAll(badMsgs, finalize.Staged)
+	require.Equal(t, finalize.Rejected, e.finalize(idOf(bad)).Status)
+	s4 := e.build(10, changedInventory(t).withSensors("sensor", 150, "m")) // staging
+	m4 := messagesOf(t, s4)
+	e.deliverAll(m4[:3], finalize.Staged)
+
+	e.prune(2) // the two newest finalized by revision: bad and s3
+	e.requireNothingStaged(idOf(s1))
+	e.requireNothingStaged(idOf(s2))
+	require.Equal(t, finalize.Rejected, e.finalize(idOf(bad)).Status)
+	require.Equal(t, finalize.AlreadyActive, e.finalize(idOf(s3)).Status)
+
+	e.prune(0) // never the active one, never one still staging
+	e.requireNothingStaged(idOf(bad))
+	require.Equal(t, e.outcome(finalize.AlreadyActive, s3, s3), e.finalize(idOf(s3)))
+	e.deliverAll(messagesOf(t, s3), finalize.AlreadyReceived)
+	e.deliverAll(m4[:3], finalize.AlreadyReceived)
+	e.requireMissing(idOf(s4), 2, 3)
+	e.requireActive(s1, s2, s3)
+
+	e.deliverAll(m4[3:], finalize.Staged)
+	require.Equal(t, finalize.Activated, e.finalize(idOf(s4)).Status)
+	e.requireActive(s1, s2, s3, s4)
+}
+
+func testNoAutomaticPruning(t *testing.T, newStore NewStore) {
+	e := newEnv(t, newStore)
+	var snaps []*envelope.Snapshot
+	for rev := range int64(5) {
+		inv := baseInventory()
+		if rev%2 == 1 {
+			inv = changedInventory(t)
+		}
+		s := e.build(rev+1, inv)
+		e.activate(s)
+		snaps = append(snaps, s)
+	}
+	for _, s := range snaps[:4] {
+		require.Equal(t, e.outcome(finalize.Superseded, s, snaps[4]), e.finalize(idOf(s)), "kept by default")
+		e.deliverAll(messagesOf(t, s), finalize.AlreadyReceived)
+	}
+	e.requireActive(snaps...)
+}
+
+func testRetention(t *testing.T, newStore NewStore) {
+	e := newEnv(t, newStore, finalize.WithRetention(1))
+	s1 := e.build(1, baseInventory())
+	s2 := e.build(2, changedInventory(t))
+	s3 := e.build(3, baseInventory().withSensors("sensor", 150, "m"))
+	e.activate(s1)
+	e.activate(s2)
+	e.requireNothingStaged(idOf(s1))
+	staging := e.build(7, changedInventory(t))
+	sm := messagesOf(t, staging)
+	e.deliverAll(sm[1:], finalize.Staged)
+	e.activate(s3)
+	e.requireNothingStaged(idOf(s2))
+	require.Equal(t, finalize.AlreadyActive, e.finalize(idOf(s3)).Status)
+	e.deliverAll(sm[1:], finalize.AlreadyReceived) // staging snapshots are never pruned
+	e.requireActive(s1, s2, s3)
+}
+
+// testRetentionMakesRoom: with retention, a full retained bound is made
+// room for by pruning the oldest, never the active one.
+func testRetentionMakesRoom(t *testing.T, newStore NewStore) {
+	e := newEnv(t, newStore, finalize.WithRetention(5), finalize.WithLimits(finalize.Limits{
+		IncompleteSnapshots: roomy, IncompleteBytes: roomy, RetainedSnapshots: 2, RetainedBytes: roomy,
+	}))
+	s1 := e.build(1, baseInventory())
+	s2 := e.build(2, changedInventory(t))
+	s3 := e.build(3, baseInventory().withSensors("sensor", 150, "m"))
+	e.activate(s1)
+	e.activate(s2)
+	e.activate(s3)
+	e.requireNothingStaged(idOf(s1))
+	require.Equal(t, e.outcome(finalize.Superseded, s2, s3), e.finalize(idOf(s2)))
+	e.requireActive(s1, s2, s3)
+}
