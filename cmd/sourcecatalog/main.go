@@ -1,0 +1,220 @@
+// Command sourcecatalog canonicalises JSON and builds, verifies and
+// inspects Source Catalog v2 snapshots (protocol yachtmemory.source-catalog.v2).
+//
+// Usage:
+//
+//	sourcecatalog canon [FILE]
+//	sourcecatalog build --vessel UUID --revision N --discovered-at TIME [--snapshot UUID] --out DIR [RECORDS_FILE]
+//	sourcecatalog verify HEADER_FILE CHUNKS_FILE
+//	sourcecatalog inspect HEADER_FILE CHUNKS_FILE
+//	sourcecatalog help [COMMAND]
+//
+// canon writes the RFC 8785 canonical bytes of a JSON text, with no
+// trailing newline. build reads a JSON array of records in any order and
+// writes DIR/header.json (the manifest) and DIR/chunks.json (a JSON array of
+// the chunks in index order, one chunk's canonical bytes per line), or
+// nothing at all when any record, integrity rule or limit fails. verify
+// checks that a header and a chunks file — chunks in any order, with any
+// whitespace and member order — form one complete, valid snapshot; inspect
+// summarises one.
+//
+// Every problem found is reported on standard error, one per line, with its
+// location. The exit status is 0 on success, 1 when the input is invalid or
+// a check fails, and 2 for a usage error.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/yachtmemory/sourcecatalog"
+	"github.com/yachtmemory/sourcecatalog/catalog"
+	"github.com/yachtmemory/sourcecatalog/internal/files"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// Exit statuses.
+const (
+	exitOK      = 0
+	exitInvalid = 1 // invalid input, a failed check or an I/O error
+	exitUsage   = 2
+)
+
+// env is what a command may touch besides its arguments.
+type env struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+}
+
+// A command is one subcommand. run gets the arguments after the command
+// name and returns the exit status.
+type command struct {
+	name     string
+	synopsis string // the arguments, for usage lines
+	summary  string // one line for the command list
+	help     string // the details for `sourcecatalog help NAME`
+	run      func(e *env, c *command, args []string) int
+}
+
+// commands is the dispatch table, in the order usage lists it.
+var commands []*command
+
+func init() {
+	commands = []*command{canonCommand, buildCommand, verifyCommand, inspectCommand}
+}
+
+func lookup(name string) *command {
+	for _, c := range commands {
+		if c.name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// run is the whole program: it dispatches args to a command and returns the
+// exit status.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	e := &env{stdin: stdin, stdout: stdout, stderr: stderr}
+	if len(args) == 0 {
+		usage(stderr)
+		return exitUsage
+	}
+	switch name := args[0]; name {
+	case "-h", "-help", "--help", "help":
+		if len(args) == 1 {
+			usage(stdout)
+			return exitOK
+		}
+		c := lookup(args[1])
+		if c == nil || len(args) > 2 {
+			fmt.Fprintf(stderr, "sourcecatalog help: unknown command %q\n", args[1])
+			usage(stderr)
+			return exitUsage
+		}
+		c.usage(stdout)
+		return exitOK
+	default:
+		c := lookup(name)
+		if c == nil {
+			fmt.Fprintf(stderr, "sourcecatalog: unknown command %q\n", name)
+			usage(stderr)
+			return exitUsage
+		}
+		return c.run(e, c, args[1:])
+	}
+}
+
+func usage(w io.Writer) {
+	var b strings.Builder
+	b.WriteString("sourcecatalog: canonical JSON and Source Catalog v2 snapshots (" + sourcecatalog.Protocol + ")\n\nUsage:\n")
+	for _, c := range commands {
+		b.WriteString("  sourcecatalog " + c.name + " " + c.synopsis + "\n")
+	}
+	b.WriteString("  sourcecatalog help [COMMAND]\n\nCommands:\n")
+	for _, c := range commands {
+		fmt.Fprintf(&b, "  %-8s %s\n", c.name, c.summary)
+	}
+	b.WriteString(`
+Problems are reported on standard error, one per line, with their location.
+Exit status: 0 success, 1 invalid input or failed check, 2 usage error.
+Run 'sourcecatalog help COMMAND' for the details of a command.
+`)
+	io.WriteString(w, b.String())
+}
+
+func (c *command) usage(w io.Writer) {
+	fmt.Fprintf(w, "Usage: sourcecatalog %s %s\n\n%s", c.name, c.synopsis, c.help)
+}
+
+// usageError reports a command line error and returns exitUsage.
+func (c *command) usageError(e *env, format string, args ...any) int {
+	fmt.Fprintf(e.stderr, "sourcecatalog %s: %s\n", c.name, fmt.Sprintf(format, args...))
+	fmt.Fprintf(e.stderr, "Usage: sourcecatalog %s %s\nRun 'sourcecatalog help %s' for details.\n", c.name, c.synopsis, c.name)
+	return exitUsage
+}
+
+// failf reports a failure that is not a list of problems and returns
+// exitInvalid.
+func (c *command) failf(e *env, format string, args ...any) int {
+	fmt.Fprintf(e.stderr, "sourcecatalog %s: %s\n", c.name, fmt.Sprintf(format, args...))
+	return exitInvalid
+}
+
+// problems reports every problem err carries, one per line, then a summary
+// line ending in outcome, and returns exitInvalid.
+func (c *command) problems(e *env, err error, outcome string) int {
+	ps := sourcecatalog.Problems(err)
+	for _, p := range ps {
+		fmt.Fprintf(e.stderr, "sourcecatalog %s: %s\n", c.name, located(p))
+	}
+	fmt.Fprintf(e.stderr, "sourcecatalog %s: %s: %s\n", c.name, plural(len(ps), "problem"), outcome)
+	return exitInvalid
+}
+
+// located renders one problem: its location, class and detail, without the
+// "sourcecatalog: " prefix of its Error text.
+func located(p *sourcecatalog.Error) string {
+	return strings.TrimPrefix(p.Error(), "sourcecatalog: ")
+}
+
+// plural renders n with a noun: "1 chunk", "3 chunks".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// parse parses flags and operands in any order; "--" ends the flags. It
+// returns the operands, or the exit status when parsing ended the command:
+// exitOK after -h, which printed the help, and exitUsage after an error,
+// which was reported.
+func (c *command) parse(e *env, fs *flag.FlagSet, args []string) ([]string, int, bool) {
+	fs.SetOutput(io.Discard)
+	var operands []string
+	for {
+		err := fs.Parse(args)
+		if errors.Is(err, flag.ErrHelp) {
+			c.usage(e.stdout)
+			return nil, exitOK, false
+		}
+		if err != nil {
+			return nil, c.usageError(e, "%v", err), false
+		}
+		rest := fs.Args()
+		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
+			return append(operands, rest...), 0, true
+		}
+		if len(rest) == 0 {
+			return operands, 0, true
+		}
+		operands = append(operands, rest[0])
+		args = rest[1:]
+	}
+}
+
+// readInput reads the file named by the only operand, or standard input
+// when there is none or it is "-". It returns the data and a name for
+// messages.
+func readInput(e *env, operands []string) ([]byte, string, error) {
+	if len(operands) == 0 || operands[0] == "-" {
+		b, err := files.ReadAll(e.stdin)
+		if err != nil {
+			return nil, "", fmt.Errorf("standard input: %w", err)
+		}
+		return b, "standard input", nil
+	}
+	b, err := files.ReadFile(operands[0])
+	return b, operands[0], err
+}
+
+// recordProblemsCap bounds the record problems build reports.
+const recordProblemsCap = catalog.MaxProblems

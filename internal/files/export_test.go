@@ -1,0 +1,4 @@
+package files
+
+// ReadAllLimit is ReadAll with another bound.
+var ReadAllLimit = readAll
