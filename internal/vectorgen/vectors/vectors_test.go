@@ -1,0 +1,38 @@
+package vectors
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+)
+
+// Files is deterministic, numbers the vectors without gaps and ends every
+// header with an empty line.
+func TestFilesDeterministic(t *testing.T) {
+	a, err := Files()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Files()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a) != len(b) {
+		t.Fatalf("%d files, then %d", len(a), len(b))
+	}
+	numbers := map[string]bool{}
+	for name, data := range a {
+		if !bytes.Equal(data, b[name]) {
+			t.Errorf("%s differs between two runs", name)
+		}
+		if !bytes.Contains(data, []byte("\n\n")) {
+			t.Errorf("%s: no empty line after the header", name)
+		}
+		numbers[name[:3]] = true
+	}
+	for i := 1; i <= len(a); i++ {
+		if !numbers[fmt.Sprintf("%03d", i)] {
+			t.Errorf("no vector numbered %03d", i)
+		}
+	}
+}
