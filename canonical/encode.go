@@ -2,8 +2,10 @@ package canonical
 
 import (
 	"math"
+	"math/bits"
 	"strconv"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/gowebpki/jcs"
 )
@@ -52,22 +54,56 @@ func appendEscaped(dst []byte, s string) []byte {
 }
 
 // EscapedLen returns the number of bytes AppendString adds for s, quotes
-// included.
+// included. It reads eight bytes at a time.
 func EscapedLen[T string | []byte](s T) int {
-	n := len(s) + 2
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !needsEscape[c] {
+	var str string
+	switch v := any(s).(type) {
+	case string:
+		str = v
+	case []byte:
+		str = unsafe.String(unsafe.SliceData(v), len(v)) // read only
+	}
+	return len(str) + 2 + escapeExtra(str)
+}
+
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+	lows  = 0x7f7f7f7f7f7f7f7f
+)
+
+// zeroBytes has the high bit set in exactly the zero bytes of v.
+func zeroBytes(v uint64) uint64 { return ^((v&lows + lows) | v | lows) }
+
+// escapeExtra returns how many bytes escaping adds to s.
+func escapeExtra(s string) int {
+	extra, i := 0, 0
+	for ; i+8 <= len(s); i += 8 {
+		w := s[i : i+8]
+		v := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
+			uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
+		control := ^((v&lows + 0x6060606060606060) | v) & highs // bytes below 0x20
+		if control != 0 {
+			extra += escapeExtraSlow(s[i : i+8])
 			continue
 		}
-		switch c {
-		case '"', '\\', '\b', '\f', '\n', '\r', '\t':
-			n++
+		extra += bits.OnesCount64(zeroBytes(v^('"'*ones)) | zeroBytes(v^('\\'*ones)))
+	}
+	return extra + escapeExtraSlow(s[i:])
+}
+
+func escapeExtraSlow(s string) int {
+	extra := 0
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case !needsEscape[c]:
+		case c == '"' || c == '\\' || c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t':
+			extra++
 		default:
-			n += 5
+			extra += 5
 		}
 	}
-	return n
+	return extra
 }
 
 // AppendString appends s as a canonical JSON string, quotes included. It

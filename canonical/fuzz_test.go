@@ -121,3 +121,25 @@ func FuzzEncoder(f *testing.F) {
 		}
 	})
 }
+
+// FuzzEscapedLen checks the word-at-a-time EscapedLen against the length of
+// what AppendString writes.
+func FuzzEscapedLen(f *testing.F) {
+	f.Add([]byte(`{"a":"b\\"c"}`))
+	f.Add([]byte("\x00\x1f\x7f\"\\\u2028 plain text, long enough for words"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if !utf8.Valid(b) {
+			return
+		}
+		out, err := AppendString(nil, string(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := EscapedLen(b); got != len(out) {
+			t.Fatalf("EscapedLen(%q) = %d, AppendString wrote %d", b, got, len(out))
+		}
+		if got := EscapedLen(string(b)); got != len(out) {
+			t.Fatalf("EscapedLen(string %q) = %d, want %d", b, got, len(out))
+		}
+	})
+}

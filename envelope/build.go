@@ -1,12 +1,15 @@
 package envelope
 
 import (
+	"crypto/sha256"
 	"errors"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/yachtmemory/sourcecatalog"
+	"github.com/yachtmemory/sourcecatalog/canonical"
 	"github.com/yachtmemory/sourcecatalog/catalog"
 )
 
@@ -84,7 +87,7 @@ func Build(in Input, opts ...Option) (*Snapshot, error) {
 		return nil, relocate(err, order)
 	}
 	m.ChunkCount = len(chunks)
-	m.DocumentSHA256 = BodyDigest(records)
+	m.DocumentSHA256 = documentDigest(chunks)
 	if cfg.wrapper.WrappedSize(sourcecatalog.ManifestEntityType, ManifestKey(m.SnapshotID), m.Canonical()) > sourcecatalog.MaxRequest {
 		return nil, sourcecatalog.Errorf(sourcecatalog.ErrLimitExceeded, "the wrapped manifest exceeds the request limit")
 	}
@@ -99,15 +102,35 @@ func sortRecords(in []*catalog.Record) ([]*catalog.Record, []int32) {
 	for i := range order {
 		order[i] = int32(i)
 	}
-	slices.SortFunc(order, func(a, b int32) int {
-		if c := catalog.Compare(in[a], in[b]); c != 0 {
+	if catalog.IsSorted(in) {
+		return slices.Clone(in), order
+	}
+	// Sort entries that carry the keys inline: comparisons then touch one
+	// contiguous array and the key bytes, not every record.
+	type entry struct {
+		path, ref string
+		kind      catalog.Kind
+		i         int32
+	}
+	entries := make([]entry, len(in))
+	for i, r := range in {
+		entries[i] = entry{r.PathName(), r.SourceRef(), r.Kind(), int32(i)}
+	}
+	slices.SortFunc(entries, func(a, b entry) int {
+		if a.kind != b.kind {
+			return int(a.kind) - int(b.kind)
+		}
+		if c := strings.Compare(a.path, b.path); c != 0 {
 			return c
 		}
-		return int(a - b) // duplicates keep their input order
+		if c := strings.Compare(a.ref, b.ref); c != 0 {
+			return c
+		}
+		return int(a.i - b.i)
 	})
 	records := make([]*catalog.Record, len(in))
-	for i, k := range order {
-		records[i] = in[k]
+	for k, e := range entries {
+		records[k], order[k] = in[e.i], e.i
 	}
 	return records, order
 }
@@ -149,14 +172,14 @@ func cut(h *chunkHeader, records []*catalog.Record, w Wrapper) ([]*Chunk, error)
 		if end == start && start < len(records) {
 			return nil, tooLarge(start, "canonical body")
 		}
-		c := newChunk(h, len(chunks), records[start:end:end], BodyDigest(records[start:end]))
+		c := newChunk(h, len(chunks), records[start:end:end])
 		if !fits(w, c) {
 			// The wrapped request is the binding limit: find the longest
 			// prefix that fits. Size is monotonic in the prefix length.
 			lo, hi := start, end-1 // records[start:lo] fits (or lo == start); [start:hi+1] does not
 			for lo < hi {
 				mid := (lo + hi + 1) / 2
-				if fits(w, newChunk(h, len(chunks), records[start:mid:mid], BodyDigest(records[start:mid]))) {
+				if fits(w, newChunk(h, len(chunks), records[start:mid:mid])) {
 					lo = mid
 				} else {
 					hi = mid - 1
@@ -170,7 +193,7 @@ func cut(h *chunkHeader, records []*catalog.Record, w Wrapper) ([]*Chunk, error)
 				return nil, tooLarge(start, "wrapped outbox request")
 			}
 			end = lo
-			c = newChunk(h, len(chunks), records[start:end:end], BodyDigest(records[start:end]))
+			c = newChunk(h, len(chunks), records[start:end:end])
 		}
 		chunks = append(chunks, c)
 		start = end
@@ -203,4 +226,26 @@ func fits(w Wrapper, c *Chunk) bool {
 
 func tooLarge(i int, limit string) error {
 	return sourcecatalog.Errorf(sourcecatalog.ErrRecordTooLarge, "the record alone exceeds the "+limit+" limit").AtRecord(i)
+}
+
+// documentDigest returns the document_sha256 of a snapshot cut into chunks:
+// the hash of one body holding every chunk's records in index order.
+func documentDigest(chunks []*Chunk) canonical.Digest {
+	h := sha256.New()
+	h.Write([]byte(bodyOpen))
+	first := true
+	for _, c := range chunks {
+		if c.recStart == c.recEnd {
+			continue
+		}
+		if !first {
+			h.Write([]byte{','})
+		}
+		first = false
+		h.Write(c.canon[c.recStart:c.recEnd])
+	}
+	h.Write([]byte(bodyClose))
+	var d canonical.Digest
+	h.Sum(d[:0])
+	return d
 }

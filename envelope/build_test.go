@@ -332,7 +332,7 @@ func TestBuildRecordTooLarge(t *testing.T) {
 			r := escapeHeavyRecord(t, path, sourcecatalog.MaxChunkBody-len(`{"records":[]}`))
 			body := []*catalog.Record{r}
 			require.LessOrEqual(t, len(bodyText(body)), sourcecatalog.MaxChunkBody)
-			c := newChunk(newChunkHeader(testVessel, testSnapshot, 7), 0, body, BodyDigest(body))
+			c := newChunk(newChunkHeader(testVessel, testSnapshot, 7), 0, body)
 			require.Greater(t, wrappedLen(t, DefaultWrapper{}, c), sourcecatalog.MaxRequest)
 			return r
 		}},
@@ -399,7 +399,7 @@ func TestBuildLimits(t *testing.T) {
 		// A transport that only takes one record per request.
 		h := newChunkHeader(testVessel, testSnapshot, 7)
 		size := func(idx int, recs ...*catalog.Record) int {
-			return len(newChunk(h, idx, recs, BodyDigest(recs)).Canonical())
+			return len(newChunk(h, idx, recs).Canonical())
 		}
 		for _, n := range []int{127, 128} { // 2n+1 records, one chunk each
 			want := makeCatalog(t, n, 1, nil)

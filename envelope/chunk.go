@@ -22,6 +22,9 @@ type Chunk struct {
 	records    []*catalog.Record
 	payload    canonical.Digest
 	canon      []byte
+	// canon[recStart:recEnd] is the records array's content: the chunk's
+	// body without its brackets.
+	recStart, recEnd int
 }
 
 // VesselID returns the chunk's vessel_id.
@@ -90,28 +93,46 @@ func BodyDigest(records []*catalog.Record) canonical.Digest {
 	return d
 }
 
-// newChunk assembles a chunk and its canonical bytes; the caller guarantees
-// that payload is the digest of records.
-func newChunk(h *chunkHeader, index int, records []*catalog.Record, payload canonical.Digest) *Chunk {
+// newChunk assembles a chunk of records: its canonical bytes and its
+// payload hash, computed over the records as they sit in those bytes.
+func newChunk(h *chunkHeader, index int, records []*catalog.Record) *Chunk {
 	c := &Chunk{
 		vesselID: h.vesselID, snapshotID: h.snapshotID, revision: h.revision,
-		index: index, records: records, payload: payload,
+		index: index, records: records,
 	}
-	b := make([]byte, 0, bodyLen(records)+len(h.tail)+120)
+	b := make([]byte, 0, bodyLen(records)+len(h.tail)+160)
 	b = append(b, `{"chunk_index":`...)
 	b = strconv.AppendInt(b, int64(index), 10)
 	b = append(b, `,"payload_sha256":"`...)
-	b = payload.AppendHex(b)
+	hashAt := len(b)
+	b = append(b, zeroHex[:]...)
 	b = append(b, `","protocol":"`+sourcecatalog.Protocol+`","records":[`...)
+	c.recStart = len(b)
 	for i, r := range records {
 		if i > 0 {
 			b = append(b, ',')
 		}
 		b = append(b, r.Canonical()...)
 	}
+	c.recEnd = len(b)
 	b = append(b, ']')
 	c.canon = append(b, h.tail...)
+
+	d := sha256.New()
+	c.writeBody(d)
+	d.Sum(c.payload[:0])
+	c.payload.AppendHex(c.canon[hashAt:hashAt])
 	return c
+}
+
+var zeroHex [2 * sha256.Size]byte
+
+// writeBody writes the chunk's canonical body to h: the records as they sit
+// in the chunk's canonical bytes, between the body's brackets.
+func (c *Chunk) writeBody(h hash.Hash) {
+	h.Write([]byte(bodyOpen))
+	h.Write(c.canon[c.recStart:c.recEnd])
+	h.Write([]byte(bodyClose))
 }
 
 // chunkHeader holds what every chunk of a snapshot shares, with the
@@ -215,8 +236,9 @@ func DecodeChunk(raw []byte) (*Chunk, error) {
 	if bodyLen(recs) > sourcecatalog.MaxChunkBody {
 		return nil, located(sourcecatalog.Errorf(sourcecatalog.ErrLimitExceeded, "canonical body larger than 16384 bytes").AtField("records"))
 	}
-	if BodyDigest(recs) != payload {
+	c := newChunk(newChunkHeader(vessel, snapshot, revision), index, recs)
+	if c.payload != payload {
 		return nil, located(sourcecatalog.Errorf(sourcecatalog.ErrHashMismatch, "payload_sha256 does not match the canonical body").AtField("payload_sha256"))
 	}
-	return newChunk(newChunkHeader(vessel, snapshot, revision), index, recs, payload), nil
+	return c, nil
 }

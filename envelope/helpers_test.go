@@ -166,7 +166,7 @@ func closedBy(t testing.TB, w Wrapper, c *Chunk, next *catalog.Record) string {
 		return "body"
 	}
 	h := newChunkHeader(c.VesselID(), c.SnapshotID(), c.Revision())
-	if wrappedLen(t, w, newChunk(h, c.Index(), ext, BodyDigest(ext))) > sourcecatalog.MaxRequest {
+	if wrappedLen(t, w, newChunk(h, c.Index(), ext)) > sourcecatalog.MaxRequest {
 		return "wrapped"
 	}
 	return ""

@@ -116,7 +116,7 @@ func (v *verifier) run(m *Manifest, chunks []*Chunk) {
 		}
 		v.add(p)
 	}
-	if BodyDigest(all) != m.DocumentSHA256 {
+	if documentDigest(byIndex) != m.DocumentSHA256 {
 		v.add(sourcecatalog.Errorf(sourcecatalog.ErrHashMismatch, "document_sha256 does not match the records").AtField("document_sha256"))
 	}
 }

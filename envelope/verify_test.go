@@ -31,7 +31,7 @@ func handSnapshot(t testing.TB, records []*catalog.Record, sizes ...int) (Manife
 	start := 0
 	for i, n := range sizes {
 		rs := records[start : start+n : start+n]
-		chunks = append(chunks, newChunk(h, i, rs, BodyDigest(rs)))
+		chunks = append(chunks, newChunk(h, i, rs))
 		start += n
 	}
 	require.Equal(t, len(records), start, "sizes must cover the records")
@@ -87,7 +87,7 @@ func TestVerifyProblems(t *testing.T) {
 	otherSnapshot := fiveChunks(t, Input{VesselID: testVessel, SnapshotID: testSnapshot2, Revision: 7, DiscoveredAt: testTime, Records: want})
 	otherRevision := fiveChunks(t, Input{VesselID: testVessel, SnapshotID: testSnapshot, Revision: 8, DiscoveredAt: testTime, Records: want})
 	h := newChunkHeader(testVessel, testSnapshot, 7)
-	beyond := newChunk(h, 5, want[:1], BodyDigest(want[:1]))
+	beyond := newChunk(h, 5, want[:1])
 	withManifest := func(f func(*Manifest)) Manifest { m := s.Manifest; f(&m); return m }
 
 	cases := []struct {
