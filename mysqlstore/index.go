@@ -8,63 +8,93 @@ import (
 	"github.com/yachtmemory/sourcecatalog/finalize"
 )
 
-// The record index is stored as one blob: a uvarint entry count, then per
-// entry the kind byte, the uvarint-prefixed path and source_ref, and the
-// 32-byte record digest.
+// The record index is stored as one blob, front-coded because neighbouring
+// keys in canonical order share long prefixes: a uvarint entry count, then
+// per entry the kind byte, for path and source_ref each the uvarint length
+// shared with the previous entry's, the uvarint length of the rest and the
+// rest, and the 32-byte record digest.
 
 func encodeIndex(index []finalize.IndexEntry) []byte {
-	size := binary.MaxVarintLen64
-	for _, e := range index {
-		size += 1 + 2*binary.MaxVarintLen64 + len(e.Key.Path) + len(e.Key.SourceRef) + len(e.Digest)
-	}
-	b := make([]byte, 0, size)
+	b := make([]byte, 0, 64+len(index)*48)
 	b = binary.AppendUvarint(b, uint64(len(index)))
+	var prevPath, prevRef string
 	for _, e := range index {
 		b = append(b, byte(e.Key.Kind))
-		b = binary.AppendUvarint(b, uint64(len(e.Key.Path)))
-		b = append(b, e.Key.Path...)
-		b = binary.AppendUvarint(b, uint64(len(e.Key.SourceRef)))
-		b = append(b, e.Key.SourceRef...)
+		b = appendFront(b, prevPath, e.Key.Path)
+		b = appendFront(b, prevRef, e.Key.SourceRef)
 		b = append(b, e.Digest[:]...)
+		prevPath, prevRef = e.Key.Path, e.Key.SourceRef
 	}
 	return b
 }
 
+func appendFront(b []byte, prev, s string) []byte {
+	shared := 0
+	for shared < len(prev) && shared < len(s) && prev[shared] == s[shared] {
+		shared++
+	}
+	b = binary.AppendUvarint(b, uint64(shared))
+	b = binary.AppendUvarint(b, uint64(len(s)-shared))
+	return append(b, s[shared:]...)
+}
+
 var errCorruptIndex = errors.New("mysqlstore: corrupt record index")
 
-func decodeIndex(b []byte) ([]finalize.IndexEntry, error) {
-	n, k := binary.Uvarint(b)
-	if k <= 0 || n > uint64(len(b)) {
+type indexReader struct {
+	b   []byte
+	bad bool
+}
+
+func (r *indexReader) uvarint() uint64 {
+	v, k := binary.Uvarint(r.b)
+	if k <= 0 {
+		r.bad = true
+		return 0
+	}
+	r.b = r.b[k:]
+	return v
+}
+
+// front reads a front-coded string following prev.
+func (r *indexReader) front(prev string) string {
+	shared, rest := r.uvarint(), r.uvarint()
+	if r.bad || shared > uint64(len(prev)) || rest > uint64(len(r.b)) {
+		r.bad = true
+		return ""
+	}
+	if rest == 0 {
+		return prev[:shared]
+	}
+	s := prev[:shared] + string(r.b[:rest])
+	r.b = r.b[rest:]
+	return s
+}
+
+func decodeIndex(blob []byte) ([]finalize.IndexEntry, error) {
+	r := &indexReader{b: blob}
+	n := r.uvarint()
+	if r.bad || n > uint64(len(blob)) {
 		return nil, errCorruptIndex
 	}
-	b = b[k:]
 	out := make([]finalize.IndexEntry, n)
-	str := func() (string, bool) {
-		l, k := binary.Uvarint(b)
-		if k <= 0 || l > uint64(len(b)-k) {
-			return "", false
-		}
-		s := string(b[k : k+int(l)])
-		b = b[k+int(l):]
-		return s, true
-	}
+	var prevPath, prevRef string
 	for i := range out {
-		if len(b) < 1 {
+		if len(r.b) < 1 {
 			return nil, errCorruptIndex
 		}
 		e := &out[i]
-		e.Key.Kind = catalog.Kind(b[0])
-		b = b[1:]
-		var ok1, ok2 bool
-		e.Key.Path, ok1 = str()
-		e.Key.SourceRef, ok2 = str()
-		if !ok1 || !ok2 || len(b) < len(e.Digest) {
+		e.Key.Kind = catalog.Kind(r.b[0])
+		r.b = r.b[1:]
+		e.Key.Path = r.front(prevPath)
+		e.Key.SourceRef = r.front(prevRef)
+		if r.bad || len(r.b) < len(e.Digest) {
 			return nil, errCorruptIndex
 		}
-		copy(e.Digest[:], b)
-		b = b[len(e.Digest):]
+		copy(e.Digest[:], r.b)
+		r.b = r.b[len(e.Digest):]
+		prevPath, prevRef = e.Key.Path, e.Key.SourceRef
 	}
-	if len(b) != 0 {
+	if len(r.b) != 0 {
 		return nil, errCorruptIndex
 	}
 	return out, nil

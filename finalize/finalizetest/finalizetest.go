@@ -21,6 +21,7 @@ package finalizetest
 import (
 	"context"
 	"os"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -38,8 +39,31 @@ type NewStore = func(t *testing.T) finalize.Store
 
 // Run runs the conformance suite against the stores newStore makes. The
 // suite passes under the race detector for a correct Store.
-func Run(t *testing.T, newStore NewStore) {
+func Run(t *testing.T, newStore NewStore) { RunGroups(t, newStore) }
+
+// Groups names the groups of subtests Run runs, in order.
+func Groups() []string {
+	names := make([]string, len(groups))
+	for i, g := range groups {
+		names[i] = g.name
+	}
+	return names
+}
+
+// RunGroups runs only the named groups of the suite (all of them when none
+// is named), for stores where the whole suite is costly to repeat, such as
+// a cluster running the concurrency and crash groups. An unknown name fails
+// the test.
+func RunGroups(t *testing.T, newStore NewStore, names ...string) {
+	for _, name := range names {
+		if !slices.Contains(Groups(), name) {
+			t.Fatalf("finalizetest: no group %q; groups are %v", name, Groups())
+		}
+	}
 	for _, g := range groups {
+		if len(names) > 0 && !slices.Contains(names, g.name) {
+			continue
+		}
 		t.Run(g.name, func(t *testing.T) {
 			for _, c := range g.cases {
 				t.Run(c.name, func(t *testing.T) { c.run(t, newStore) })
