@@ -104,6 +104,9 @@ var requiredColumns = map[string][]string{
 	"signalk_catalog_sources_v2":   {"vessel_id", "source_ref", "label", "source_type", "record", "first_seen_revision", "first_seen_at_ns", "last_seen_revision", "last_seen_at_ns", "currently_observed"},
 	"signalk_catalog_observations_v2": {"vessel_id", "observation_key", "path", "source_ref", "value_type", "record",
 		"first_seen_revision", "first_seen_at_ns", "last_seen_revision", "last_seen_at_ns", "currently_observed"},
+	"signalk_catalog_outbox_vessels_v2": {"vessel_id", "last_revision"},
+	"signalk_catalog_outbox_v2": {"vessel_id", "snapshot_id", "chunk_index", "revision", "entity_type", "entity_key",
+		"payload", "digest", "state"},
 }
 
 // A SchemaError lists what CheckSchema found missing, as "table" or

@@ -105,3 +105,40 @@ CREATE TABLE IF NOT EXISTS signalk_catalog_observations_v2 (
   PRIMARY KEY (vessel_id, observation_key),
   KEY by_path (vessel_id, path(191))
 ) ENGINE=InnoDB;
+
+-- On board: the outbox of mysqlstore.Outbox (package outbox). One row per
+-- vessel holds the last revision allocated; its row lock (SELECT … FOR
+-- UPDATE) serialises the vessel's writers and publishers, and the counter
+-- commits with the entries it numbered, so a revision whose transaction
+-- committed is never handed out again.
+CREATE TABLE IF NOT EXISTS signalk_catalog_outbox_vessels_v2 (
+  vessel_id     BINARY(16)   NOT NULL,
+  last_revision BIGINT       NOT NULL DEFAULT 0,
+  updated_at    TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6) ON UPDATE CURRENT_TIMESTAMP(6),
+  PRIMARY KEY (vessel_id)
+) ENGINE=InnoDB;
+
+-- One row per outbox entity. chunk_index is -1 (sourcecatalog.NoIndex)
+-- for the manifest, so the primary key orders a snapshot's entities as they
+-- are sent: manifest first, then chunks by index. payload holds the
+-- entity's canonical bytes exactly as built (never a JSON column); digest
+-- is what the receiver's receipt carries: a chunk's payload_sha256, or the
+-- SHA-256 of the manifest's bytes. by_revision keeps two snapshots of a
+-- vessel from ever sharing a revision; pending serves the publisher's
+-- oldest-first scan of pending entries.
+CREATE TABLE IF NOT EXISTS signalk_catalog_outbox_v2 (
+  vessel_id   BINARY(16)   NOT NULL,
+  snapshot_id BINARY(16)   NOT NULL,
+  chunk_index SMALLINT     NOT NULL,
+  revision    BIGINT       NOT NULL,
+  entity_type VARCHAR(64)  CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+  entity_key  VARCHAR(64)  CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+  payload     MEDIUMBLOB   NOT NULL,
+  digest      BINARY(32)   NOT NULL,
+  state       VARCHAR(16)  CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+  created_at  TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
+  updated_at  TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6) ON UPDATE CURRENT_TIMESTAMP(6),
+  PRIMARY KEY (vessel_id, snapshot_id, chunk_index),
+  UNIQUE KEY by_revision (vessel_id, revision, chunk_index),
+  KEY pending (vessel_id, state, revision, chunk_index)
+) ENGINE=InnoDB;

@@ -1,5 +1,6 @@
-// Package mysqlstore implements finalize.Store on MySQL/MariaDB (InnoDB),
-// with the _v2 schema in schema_v2.sql.
+// Package mysqlstore implements finalize.Store (Store, the receiver) and
+// outbox.Store (Outbox, the on-board side) on MySQL/MariaDB (InnoDB), with
+// the _v2 schema in schema_v2.sql.
 //
 // It uses database/sql only; the integrator opens the *sql.DB with the
 // driver of their choice (github.com/go-sql-driver/mysql in this module's
@@ -7,10 +8,11 @@
 //
 // # Transactions
 //
-// Each WithVessel call is one InnoDB transaction at READ COMMITTED that
-// first locks the vessel's row (SELECT … FOR UPDATE), creating it when
-// needed: that lock serialises every receiver, in every process, working on
-// the vessel. A callback error rolls the transaction back; so does a crash
+// Each WithVessel call, of Store as of Outbox, is one InnoDB transaction
+// at READ COMMITTED that first locks the vessel's row (SELECT … FOR
+// UPDATE), creating it when needed: that lock serialises every receiver (or
+// every outbox writer and publisher), in every process, working on the
+// vessel. A callback error rolls the transaction back; so does a crash
 // or a killed session, which the server rolls back. Deadlocks (1213) and
 // lock wait timeouts (1205) are retried by re-running the whole callback, a
 // bounded number of times; after that WithVessel returns an error wrapping
@@ -113,15 +115,34 @@ func ErrorNumber(err error) (uint16, bool) {
 
 // WithVessel implements finalize.Store.
 func (s *Store) WithVessel(ctx context.Context, vesselID uuid.UUID, fn func(finalize.Tx) error) error {
-	for attempt := 0; ; attempt++ {
-		err := s.attempt(ctx, vesselID, fn)
+	return s.retry(ctx, func() error {
+		return transact(ctx, s.db, func(sqlTx *sql.Tx) error {
+			t := &tx{s: s, tx: sqlTx, vessel: vesselID[:]}
+			defer func() { t.done = true }()
+			if err := t.lockVessel(ctx); err != nil {
+				return err
+			}
+			return fn(t)
+		})
+	})
+}
+
+// retry runs attempt, one whole transaction, until it succeeds or fails
+// with an error s.retryable does not accept; a deadlock or lock wait
+// timeout runs it again after a short random backoff, at most s.retries
+// more times, and then gives up with an error wrapping
+// sourcecatalog.ErrStoreUnavailable. Every store of the package runs its
+// transactions through it.
+func (s *Store) retry(ctx context.Context, attempt func() error) error {
+	for n := 0; ; n++ {
+		err := attempt()
 		if err == nil || !s.retryable(err) {
 			return err
 		}
-		if attempt >= s.retries {
-			return sourcecatalog.Wrap(sourcecatalog.ErrStoreUnavailable, fmt.Errorf("mysqlstore: gave up after %d attempts: %w", attempt+1, err))
+		if n >= s.retries {
+			return sourcecatalog.Wrap(sourcecatalog.ErrStoreUnavailable, fmt.Errorf("mysqlstore: gave up after %d attempts: %w", n+1, err))
 		}
-		backoff := time.Duration(1+rand.IntN(1<<min(attempt, 6))) * time.Millisecond
+		backoff := time.Duration(1+rand.IntN(1<<min(n, 6))) * time.Millisecond
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -130,8 +151,11 @@ func (s *Store) WithVessel(ctx context.Context, vesselID uuid.UUID, fn func(fina
 	}
 }
 
-func (s *Store) attempt(ctx context.Context, vesselID uuid.UUID, fn func(finalize.Tx) error) (err error) {
-	sqlTx, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+// transact runs body in one InnoDB transaction at READ COMMITTED and
+// commits it when body returns nil. Otherwise, or when body panics, it
+// rolls back and returns body's error unchanged.
+func transact(ctx context.Context, db *sql.DB, body func(*sql.Tx) error) error {
+	sqlTx, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 	if err != nil {
 		return fmt.Errorf("mysqlstore: begin: %w", err)
 	}
@@ -141,14 +165,9 @@ func (s *Store) attempt(ctx context.Context, vesselID uuid.UUID, fn func(finaliz
 			sqlTx.Rollback()
 		}
 	}()
-	t := &tx{s: s, tx: sqlTx, vessel: vesselID[:]}
-	if err := t.lockVessel(ctx); err != nil {
+	if err := body(sqlTx); err != nil {
 		return err
 	}
-	if err := fn(t); err != nil {
-		return err
-	}
-	t.done = true
 	if err := sqlTx.Commit(); err != nil {
 		return fmt.Errorf("mysqlstore: commit: %w", err)
 	}

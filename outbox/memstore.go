@@ -1,0 +1,163 @@
+package outbox
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"sync"
+
+	"github.com/google/uuid"
+)
+
+// MemStore is a concurrency-safe in-memory Store, the embedded default and
+// the reference implementation of the Store contract. Transactions are
+// serialised per vessel and buffer their writes until the callback returns
+// nil. Nothing survives the process.
+type MemStore struct {
+	mu      sync.Mutex
+	vessels map[uuid.UUID]*memVessel
+}
+
+var _ Store = (*MemStore)(nil)
+
+// NewMemStore returns an empty MemStore.
+func NewMemStore() *MemStore { return &MemStore{vessels: make(map[uuid.UUID]*memVessel)} }
+
+type entryKey struct {
+	snapshot uuid.UUID
+	index    int
+}
+
+type memVessel struct {
+	mu       sync.Mutex // held for a whole transaction
+	revision int64
+	entries  []Entry
+	at       map[entryKey]int // position in entries
+}
+
+// WithVessel implements Store.
+func (s *MemStore) WithVessel(ctx context.Context, vesselID uuid.UUID, fn func(Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	v := s.vessels[vesselID]
+	if v == nil {
+		v = &memVessel{at: make(map[entryKey]int)}
+		s.vessels[vesselID] = v
+	}
+	s.mu.Unlock()
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	t := &memTx{v: v, revision: v.revision}
+	defer func() { t.done = true }()
+	if err := fn(t); err != nil {
+		return err
+	}
+	v.revision = t.revision
+	for _, e := range t.added {
+		v.at[entryKey{e.SnapshotID, e.ChunkIndex}] = len(v.entries)
+		v.entries = append(v.entries, e)
+	}
+	for k, st := range t.states {
+		v.entries[v.at[k]].State = st
+	}
+	return nil
+}
+
+type memTx struct {
+	v        *memVessel
+	done     bool
+	revision int64
+	added    []Entry
+	states   map[entryKey]State
+}
+
+func (t *memTx) check(ctx context.Context) error {
+	if t.done {
+		panic("outbox: Tx used after its callback returned")
+	}
+	return ctx.Err()
+}
+
+func (t *memTx) NextRevision(ctx context.Context) (int64, error) {
+	if err := t.check(ctx); err != nil {
+		return 0, err
+	}
+	t.revision++
+	return t.revision, nil
+}
+
+// all returns the committed entries overlaid with this transaction's.
+func (t *memTx) all() []Entry {
+	out := make([]Entry, 0, len(t.v.entries)+len(t.added))
+	out = append(out, t.v.entries...)
+	out = append(out, t.added...)
+	for i := range out {
+		if st, ok := t.states[entryKey{out[i].SnapshotID, out[i].ChunkIndex}]; ok {
+			out[i].State = st
+		}
+	}
+	return out
+}
+
+func (t *memTx) Entries(ctx context.Context, snapshot uuid.UUID) ([]Entry, error) {
+	if err := t.check(ctx); err != nil {
+		return nil, err
+	}
+	var out []Entry
+	for _, e := range t.all() {
+		if e.SnapshotID == snapshot {
+			out = append(out, e)
+		}
+	}
+	if len(out) == 0 {
+		return nil, ErrNotFound
+	}
+	slices.SortFunc(out, func(a, b Entry) int { return cmp.Compare(a.ChunkIndex, b.ChunkIndex) })
+	return out, nil
+}
+
+func (t *memTx) PutEntries(ctx context.Context, entries []Entry) error {
+	if err := t.check(ctx); err != nil {
+		return err
+	}
+	t.added = append(t.added, entries...)
+	return nil
+}
+
+func (t *memTx) Pending(ctx context.Context, limit int) ([]Entry, error) {
+	if err := t.check(ctx); err != nil {
+		return nil, err
+	}
+	var out []Entry
+	for _, e := range t.all() {
+		if e.State == Pending {
+			out = append(out, e)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b Entry) int {
+		if c := cmp.Compare(a.Revision, b.Revision); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ChunkIndex, b.ChunkIndex)
+	})
+	return out[:min(max(limit, 0), len(out))], nil
+}
+
+func (t *memTx) SetState(ctx context.Context, snapshot uuid.UUID, chunkIndex int, state State) error {
+	if err := t.check(ctx); err != nil {
+		return err
+	}
+	k := entryKey{snapshot, chunkIndex}
+	_, committed := t.v.at[k]
+	added := slices.ContainsFunc(t.added, func(e Entry) bool { return e.SnapshotID == snapshot && e.ChunkIndex == chunkIndex })
+	if !committed && !added {
+		return ErrNotFound
+	}
+	if t.states == nil {
+		t.states = make(map[entryKey]State)
+	}
+	t.states[k] = state
+	return nil
+}

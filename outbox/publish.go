@@ -1,0 +1,164 @@
+package outbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+	"github.com/yachtmemory/sourcecatalog"
+	"github.com/yachtmemory/sourcecatalog/canonical"
+)
+
+// A Receipt is the receiver's acknowledgement of one entity, as the
+// transport decoded it from the receiver's answer.
+type Receipt struct {
+	EntityType string
+	SnapshotID uuid.UUID
+	ChunkIndex int // sourcecatalog.NoIndex for a manifest
+	Digest     canonical.Digest
+}
+
+// Matches reports whether the receipt acknowledges entry e.
+func (r Receipt) Matches(e Entry) bool {
+	return r.EntityType == e.EntityType && r.SnapshotID == e.SnapshotID &&
+		r.ChunkIndex == e.ChunkIndex && r.Digest == e.Digest
+}
+
+// A Transport sends one entry to the receiver and returns its receipt. It
+// belongs to the integrator, who owns the request format and the link.
+// Send may be called again for an entry it already delivered (at least
+// once). A receiver's conflict answer must come back as an error wrapping
+// sourcecatalog.ErrConflict; any other error is taken as a failed attempt
+// to be retried later.
+type Transport interface {
+	Send(ctx context.Context, e Entry) (Receipt, error)
+}
+
+// ErrCapabilityOff is returned by Publish while the receiver's v2
+// capability is not declared; nothing was sent.
+var ErrCapabilityOff = errors.New("outbox: the receiver has not declared the v2 capability; v2 entities are not sent")
+
+// ErrReceiptMismatch wraps a receipt that does not acknowledge the entry
+// that was sent; the entry stays pending.
+var ErrReceiptMismatch = errors.New("outbox: receipt does not match the entry")
+
+// A Publisher publishes a vessel's pending entries. It keeps no state of
+// its own besides its configuration and is safe for concurrent use.
+type Publisher struct {
+	store     Store
+	vessel    uuid.UUID
+	transport Transport
+	v2        bool
+	batch     int
+}
+
+// A PublisherOption configures a Publisher.
+type PublisherOption func(*Publisher)
+
+// WithReceiverV2 declares (or withdraws) the receiver's support of protocol
+// v2. It is off by default: v2 entity types are never sent to a receiver
+// that has not declared it.
+func WithReceiverV2(declared bool) PublisherOption { return func(p *Publisher) { p.v2 = declared } }
+
+// WithBatch sets how many pending entries one Publish pass reads (default
+// 512, two maximal snapshots).
+func WithBatch(n int) PublisherOption { return func(p *Publisher) { p.batch = max(1, n) } }
+
+// NewPublisher returns a Publisher of vessel's entries over t.
+func NewPublisher(store Store, vessel uuid.UUID, t Transport, opts ...PublisherOption) *Publisher {
+	p := &Publisher{store: store, vessel: vessel, transport: t, batch: 512}
+	for _, o := range opts {
+		o(p)
+	}
+	return p
+}
+
+// A Pass reports what one Publish call did.
+type Pass struct {
+	Sent      int // entries handed to the transport
+	Delivered int // entries acknowledged by a matching receipt
+	Failed    int // sends that failed and stay pending
+	Remaining int // entries of this pass still pending (failed or not attempted)
+}
+
+// Publish sends every pending entry once, oldest revision first, and marks
+// those acknowledged by a matching receipt delivered. Failed sends stay
+// pending for the next call.
+//
+// It returns ErrCapabilityOff, sending nothing, while the receiver's v2
+// capability is not declared. It stops and returns an error wrapping
+// sourcecatalog.ErrHashMismatch when an entry's bytes no longer match its
+// digest, ErrReceiptMismatch when a receipt acknowledges something else
+// (the entry stays pending), and sourcecatalog.ErrConflict when the
+// receiver answers a conflict: every entry of that snapshot is then
+// stopped and will not be sent again.
+func (p *Publisher) Publish(ctx context.Context) (Pass, error) {
+	if !p.v2 {
+		return Pass{}, ErrCapabilityOff
+	}
+	var pending []Entry
+	err := p.store.WithVessel(ctx, p.vessel, func(tx Tx) error {
+		var err error
+		pending, err = tx.Pending(ctx, p.batch)
+		return err
+	})
+	if err != nil {
+		return Pass{}, err
+	}
+	var pass Pass
+	for i, e := range pending {
+		if err := CheckEntry(e); err != nil {
+			pass.Remaining = pass.Failed + len(pending) - i
+			return pass, err
+		}
+		pass.Sent++
+		rc, err := p.transport.Send(ctx, e)
+		switch {
+		case errors.Is(err, sourcecatalog.ErrConflict):
+			pass.Remaining = pass.Failed + len(pending) - i
+			if serr := p.stop(ctx, e.SnapshotID); serr != nil {
+				return pass, errors.Join(err, serr)
+			}
+			return pass, fmt.Errorf("outbox: %s: publishing of snapshot %s stopped: %w", e.EntityKey, e.SnapshotID, err)
+		case err != nil:
+			if ctx.Err() != nil {
+				pass.Remaining = pass.Failed + len(pending) - i
+				return pass, ctx.Err()
+			}
+			pass.Failed++
+			continue
+		case !rc.Matches(e):
+			pass.Remaining = pass.Failed + len(pending) - i
+			return pass, fmt.Errorf("%w: sent %s, receipt for %s/%d", ErrReceiptMismatch, e.EntityKey, rc.SnapshotID, rc.ChunkIndex)
+		}
+		err = p.store.WithVessel(ctx, p.vessel, func(tx Tx) error {
+			return tx.SetState(ctx, e.SnapshotID, e.ChunkIndex, Delivered)
+		})
+		if err != nil {
+			pass.Remaining = pass.Failed + len(pending) - i
+			return pass, err
+		}
+		pass.Delivered++
+	}
+	pass.Remaining = pass.Failed
+	return pass, nil
+}
+
+// stop marks every pending entry of a snapshot stopped.
+func (p *Publisher) stop(ctx context.Context, snapshot uuid.UUID) error {
+	return p.store.WithVessel(ctx, p.vessel, func(tx Tx) error {
+		entries, err := tx.Entries(ctx, snapshot)
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			if e.State == Pending {
+				if err := tx.SetState(ctx, snapshot, e.ChunkIndex, Stopped); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}

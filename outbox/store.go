@@ -1,0 +1,78 @@
+package outbox
+
+import (
+	"context"
+	"errors"
+
+	"github.com/google/uuid"
+	"github.com/yachtmemory/sourcecatalog/canonical"
+)
+
+// A Store persists a vessel's revision counter and outbox entries.
+// MemStore is the in-memory reference; mysqlstore.Outbox the MariaDB one;
+// outboxtest.Run the conformance suite both pass.
+type Store interface {
+	// WithVessel runs fn in a transaction on the vessel's outbox, with the
+	// guarantees of finalize.Store.WithVessel: calls for one vessel are
+	// serialised; if fn returns nil every write commits atomically and
+	// durably, otherwise (or on a crash) nothing fn wrote is visible and
+	// fn's error is returned unchanged. A Store may re-run fn after a
+	// transient failure. tx must not be used after fn returns.
+	WithVessel(ctx context.Context, vesselID uuid.UUID, fn func(tx Tx) error) error
+}
+
+// ErrNotFound is returned by Tx.Entries for a snapshot with no entries and
+// by Tx.SetState for an entry that does not exist.
+var ErrNotFound = errors.New("outbox: not found")
+
+// A Tx is the transaction WithVessel hands to its callback, on one vessel.
+// Byte slices passed in are never modified afterwards; slices returned must
+// not be modified.
+type Tx interface {
+	// NextRevision allocates the vessel's next revision: one more than the
+	// last allocated (1 for the first), persisted with the transaction. A
+	// revision whose transaction commits is never handed out again.
+	NextRevision(ctx context.Context) (int64, error)
+
+	// Entries returns the entries of a snapshot in entity order (manifest
+	// first, then chunks by index), or ErrNotFound.
+	Entries(ctx context.Context, snapshot uuid.UUID) ([]Entry, error)
+
+	// PutEntries inserts entries. The Writer never puts an entry twice.
+	PutEntries(ctx context.Context, entries []Entry) error
+
+	// Pending returns up to limit entries in state Pending, oldest
+	// revision first, each snapshot's in entity order; none for a limit
+	// of 0 or less.
+	Pending(ctx context.Context, limit int) ([]Entry, error)
+
+	// SetState sets the state of the entry with the given snapshot and
+	// chunk index (sourcecatalog.NoIndex for the manifest). It returns
+	// ErrNotFound when there is no such entry.
+	SetState(ctx context.Context, snapshot uuid.UUID, chunkIndex int, state State) error
+}
+
+// State is the delivery state of an entry.
+type State string
+
+// Delivery states.
+const (
+	Pending   State = "pending"   // to be sent
+	Delivered State = "delivered" // a matching receipt came back
+	Stopped   State = "stopped"   // publishing of its snapshot was stopped
+)
+
+// An Entry is one outbox entity: a manifest or a chunk.
+type Entry struct {
+	VesselID   uuid.UUID
+	SnapshotID uuid.UUID
+	Revision   int64
+	EntityType string // sourcecatalog.ManifestEntityType or ChunkEntityType
+	EntityKey  string // envelope.ManifestKey or envelope.ChunkKey
+	ChunkIndex int    // sourcecatalog.NoIndex for the manifest
+	Payload    []byte // the entity's canonical bytes
+	// Digest is what the receiver's receipt carries: a chunk's
+	// payload_sha256, or the SHA-256 of the manifest's canonical bytes.
+	Digest canonical.Digest
+	State  State
+}
