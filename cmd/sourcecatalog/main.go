@@ -1,5 +1,6 @@
-// Command sourcecatalog canonicalises JSON and builds, verifies and
-// inspects Source Catalog v2 snapshots (protocol yachtmemory.source-catalog.v2).
+// Command sourcecatalog canonicalises JSON, builds, verifies and inspects
+// Source Catalog v2 snapshots (protocol yachtmemory.source-catalog.v2), and
+// runs the protocol end to end as a demo.
 //
 // Usage:
 //
@@ -7,6 +8,7 @@
 //	sourcecatalog build --vessel UUID --revision N --discovered-at TIME [--snapshot UUID] --out DIR [RECORDS_FILE]
 //	sourcecatalog verify HEADER_FILE CHUNKS_FILE
 //	sourcecatalog inspect HEADER_FILE CHUNKS_FILE
+//	sourcecatalog demo [--seed N] [--mysql DSN]
 //	sourcecatalog help [COMMAND]
 //
 // canon writes the RFC 8785 canonical bytes of a JSON text, with no
@@ -16,7 +18,10 @@
 // nothing at all when any record, integrity rule or limit fails. verify
 // checks that a header and a chunks file — chunks in any order, with any
 // whitespace and member order — form one complete, valid snapshot; inspect
-// summarises one.
+// summarises one. demo commits two discovery cycles of the example boat to
+// an in-memory outbox, publishes them over a simulated lossy link to a
+// receiver (in memory, or on MariaDB with --mysql), finalizes them and
+// checks the final state.
 //
 // Every problem found is reported on standard error, one per line, with its
 // location. The exit status is 0 on success, 1 when the input is invalid or
@@ -67,7 +72,7 @@ type command struct {
 var commands []*command
 
 func init() {
-	commands = []*command{canonCommand, buildCommand, verifyCommand, inspectCommand}
+	commands = []*command{canonCommand, buildCommand, verifyCommand, inspectCommand, demoCommand}
 }
 
 func lookup(name string) *command {

@@ -710,7 +710,9 @@ func TestUsage(t *testing.T) {
 		{"build -h", []string{"build", "-h"}, exitOK, "--discovered-at TIME", "", true},
 		{"canon --help", []string{"canon", "--help"}, exitOK, "no trailing newline", "", true},
 		{"verify -h", []string{"verify", "-h"}, exitOK, "chunks[i]", "", true},
-		{"help unknown", []string{"help", "demo"}, exitUsage, "", `unknown command "demo"`, false},
+		{"help unknown", []string{"help", "nosuch"}, exitUsage, "", `unknown command "nosuch"`, false},
+		{"help demo", []string{"help", "demo"}, exitOK, "Usage: sourcecatalog demo [--seed N] [--mysql DSN]", "", true},
+		{"demo listed", []string{"help"}, exitOK, "  demo     run the protocol end to end", "", true},
 		{"unknown command", []string{"frobnicate"}, exitUsage, "", `sourcecatalog: unknown command "frobnicate"`, false},
 		{"unknown flag", []string{"verify", "-x", "a", "b"}, exitUsage, "", "flag provided but not defined: -x", false},
 	} {
@@ -783,6 +785,10 @@ func TestEndToEnd(t *testing.T) {
 	assert.Equal(t, 1, r.code)
 	assert.Contains(t, r.stderr, `record 0 field "path"`)
 	assert.NoDirExists(t, filepath.Join(dir, "never"))
+
+	r = exe("", "demo", "--seed", "7")
+	assert.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "\nverified: active revision 2")
 
 	r = exe("")
 	assert.Equal(t, 2, r.code)

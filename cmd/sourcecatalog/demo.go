@@ -1,0 +1,245 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/yachtmemory/sourcecatalog/internal/demo"
+	"github.com/yachtmemory/sourcecatalog/mysqlstore"
+)
+
+var demoCommand = &command{
+	name:     "demo",
+	synopsis: "[--seed N] [--mysql DSN]",
+	summary:  "run the protocol end to end over a lossy link and check the result",
+	help: `Demo runs the library's main job end to end, with no setup. On board, two
+discovery cycles of the example boat are committed to an in-memory outbox,
+each in one transaction with the next revision: the boat as it is, then
+15 minutes later with the autopilot's firmware updated (a source record
+that changes) and the anchor light circuit no longer selected (its path,
+observation and only source leave the selection). A publisher sends the
+outbox entries over a simulated link that loses requests, loses receipts
+after the receiver staged the message, duplicates and reorders messages,
+and retries until every entry is acknowledged. On shore a receiver stages
+every message, answers identical retries already_received, and finalizes
+and activates each snapshot. The cycles run one after the other.
+
+Demo prints a line per step and a report: what the link did, the
+receiver's answers, each snapshot's outcomes, the active revision and the
+inventory difference between the two activations. It then checks the
+final state: revision 2 active with cycle 2's snapshot, the inventory
+exactly as the two cycles imply (what left is kept, not currently
+observed, with first and last seen at revision 1), and every outbox entry
+delivered. The exit status is 0 when it is right and 1 otherwise. The same
+seed prints the same output.
+
+Flags (each at most once):
+  --seed N     seeds the snapshot ids and the link's losses: digits,
+               0 to 18446744073709551615 (default 1)
+  --mysql DSN  keeps the receiver's state in MariaDB or MySQL instead of
+               memory. DSN is a github.com/go-sql-driver/mysql DSN such as
+               'user:password@tcp(127.0.0.1:3306)/'. Without a database
+               name, demo creates a throwaway schema
+               sourcecatalog_demo_<random> (the account needs CREATE and
+               DROP) and drops it at the end. With one, the _v2 tables are
+               created in that schema if missing and kept; the schema must
+               hold no state for the example vessel yet, and
+               yachtmemory_telemetry is refused.
+`,
+	run: runDemo,
+}
+
+func runDemo(e *env, c *command, args []string) (status int) {
+	var (
+		seed = seedFlag{n: 1}
+		dsn  secretFlag
+	)
+	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
+	fs.Var(&seed, "seed", "")
+	fs.Var(&dsn, "mysql", "")
+	operands, status, ok := c.parse(e, fs, args)
+	if !ok {
+		return status
+	}
+	if len(operands) > 0 {
+		return c.usageError(e, "no operands expected")
+	}
+	if dsn.problem != "" {
+		return c.usageError(e, "--mysql %s", dsn.problem)
+	}
+	var dbCfg *mysql.Config
+	if dsn.set {
+		var err error
+		if dbCfg, err = mysql.ParseDSN(dsn.s); err != nil {
+			return c.usageError(e, "--mysql: %v", err)
+		}
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	cfg := demo.Config{Seed: seed.n}
+	if dbCfg != nil {
+		m, err := openDemoDB(ctx, dbCfg)
+		if err != nil {
+			return c.failf(e, "%v", err)
+		}
+		defer func() {
+			if err := m.close(); err != nil {
+				status = c.failf(e, "%v", err)
+			} else if m.throwaway {
+				fmt.Fprintf(e.stdout, "mysql: dropped the throwaway schema %s\n", m.schema)
+			}
+		}()
+		cfg.ReceiverStore, cfg.StoreName = m.store, m.name()
+	}
+	if _, err := demo.Run(ctx, cfg, e.stdout); err != nil {
+		return c.failf(e, "%v", err)
+	}
+	return exitOK
+}
+
+// demoDB is the receiver's database of a demo run.
+type demoDB struct {
+	db        *sql.DB // on the schema
+	admin     *sql.DB // without a schema; nil unless throwaway
+	store     *mysqlstore.Store
+	schema    string
+	version   string
+	throwaway bool // created by demo, dropped by close
+}
+
+func (m *demoDB) name() string {
+	s := fmt.Sprintf("mysqlstore on %s, schema %s", m.version, m.schema)
+	if m.throwaway {
+		s += " (throwaway)"
+	}
+	return s
+}
+
+// openDemoDB opens the receiver's database, creating a throwaway schema
+// when cfg names none, and migrates it. It never prints the DSN, which may
+// hold a password.
+func openDemoDB(ctx context.Context, cfg *mysql.Config) (m *demoDB, err error) {
+	cfg = cfg.Clone()
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 10 * time.Second
+	}
+	m = &demoDB{schema: cfg.DBName}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, m.close())
+		}
+	}()
+	if m.schema == "" {
+		admin, err := openDB(cfg)
+		if err != nil {
+			return m, err
+		}
+		m.admin = admin
+		var suffix [6]byte
+		rand.Read(suffix[:])
+		name := "sourcecatalog_demo_" + hex.EncodeToString(suffix[:])
+		if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+name+" CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin"); err != nil {
+			return m, fmt.Errorf("mysql: creating the throwaway schema %s: %w", name, err)
+		}
+		m.schema, m.throwaway = name, true
+		cfg.DBName = name
+	}
+	if m.db, err = openDB(cfg); err != nil {
+		return m, err
+	}
+	if err := m.db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&m.version); err != nil {
+		return m, fmt.Errorf("mysql: %w", err)
+	}
+	if err := mysqlstore.Migrate(ctx, m.db); err != nil {
+		return m, fmt.Errorf("mysql: schema %s: %w", m.schema, err)
+	}
+	m.store = mysqlstore.New(m.db)
+	return m, nil
+}
+
+func openDB(cfg *mysql.Config) (*sql.DB, error) {
+	conn, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("mysql: %w", err)
+	}
+	return sql.OpenDB(conn), nil
+}
+
+// close closes the pools and drops a throwaway schema.
+func (m *demoDB) close() error {
+	var errs []error
+	if m.db != nil {
+		errs = append(errs, m.db.Close())
+		m.db = nil
+	}
+	if m.admin == nil {
+		return errors.Join(errs...)
+	}
+	if m.throwaway {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if _, err := m.admin.ExecContext(ctx, "DROP DATABASE "+m.schema); err != nil {
+			errs = append(errs, fmt.Errorf("mysql: dropping the throwaway schema %s: %w", m.schema, err))
+		}
+	}
+	errs = append(errs, m.admin.Close())
+	m.admin = nil
+	return errors.Join(errs...)
+}
+
+// secretFlag is a string flag, given at most once, whose value is never
+// echoed in an error: the flag package quotes the value of a flag whose Set
+// fails, so Set records the problem for the command to report instead.
+type secretFlag struct {
+	s       string
+	set     bool
+	problem string
+}
+
+func (f *secretFlag) String() string { return "" }
+func (f *secretFlag) Set(s string) error {
+	switch {
+	case f.set:
+		f.problem = "given more than once"
+	case s == "":
+		f.problem = "must not be empty"
+	}
+	f.s, f.set = s, true
+	return nil
+}
+
+// seedFlag is a uint64 written in digits, given at most once.
+type seedFlag struct {
+	n   uint64
+	set bool
+}
+
+func (f *seedFlag) String() string { return "" }
+func (f *seedFlag) Set(s string) error {
+	if f.set {
+		return errTwice
+	}
+	bad := errors.New("must be digits, 0 to 18446744073709551615")
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return bad
+		}
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return bad
+	}
+	f.n, f.set = n, true
+	return nil
+}

@@ -1,0 +1,167 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestDemo(t *testing.T) {
+	r := cli(t, "", "demo", "--seed", "3")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	assert.Empty(t, r.stderr)
+	for _, want := range []string{
+		"sourcecatalog demo: seed 3, vessel ",
+		"receiver store memstore\n",
+		"cycle 1: the example boat",
+		"cycle 2: ",
+		"\nreport\n",
+		"  link:       ",
+		"  receiver:   ",
+		"  snapshot 1: revision 1 ",
+		"; now superseded\n",
+		"; now already_active\n",
+		"  active:     revision 2, snapshot ",
+		"  inventory:  129 items: 126 currently observed, 3 not currently observed\n",
+		"    changed  source      can0.",
+		"    left     path        electrical.switches.anchorLight.state; not currently observed, first seen 1, last seen 1\n",
+		"\nverified: active revision 2 is cycle 2's snapshot; 129 inventory items as expected; 6 of 6 outbox entries delivered\n",
+	} {
+		assert.Contains(t, r.stdout, want)
+	}
+	again := cli(t, "", "demo", "--seed", "3")
+	assert.Equal(t, r, again, "the same seed prints the same output")
+
+	def := cli(t, "", "demo")
+	require.Equal(t, exitOK, def.code, def.stderr)
+	assert.True(t, strings.HasPrefix(def.stdout, "sourcecatalog demo: seed 1, "), def.stdout)
+	assert.Equal(t, def, cli(t, "", "demo", "--seed", "1"))
+	assert.NotEqual(t, def.stdout, r.stdout)
+}
+
+func TestDemoUsage(t *testing.T) {
+	for _, tc := range []struct {
+		args   []string
+		stderr string
+	}{
+		{[]string{"demo", "--seed", "x"}, "must be digits"},
+		{[]string{"demo", "--seed", "-1"}, "must be digits"},
+		{[]string{"demo", "--seed", "18446744073709551616"}, "must be digits"},
+		{[]string{"demo", "--seed", "1", "--seed", "2"}, "given more than once"},
+		{[]string{"demo", "extra"}, "no operands expected"},
+		{[]string{"demo", "--mysql"}, "flag needs an argument: -mysql"},
+		{[]string{"demo", "--mysql", ""}, "--mysql must not be empty"},
+		{[]string{"demo", "--mysql", "u:secret@tcp(h)/", "--mysql", "u:secret@tcp(h)/"}, "--mysql given more than once"},
+		{[]string{"demo", "--mysql", "u:secret@tcp(h)"}, "--mysql: invalid DSN"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			r := cli(t, "", tc.args...)
+			assert.Equal(t, exitUsage, r.code)
+			assert.Empty(t, r.stdout)
+			assert.Contains(t, r.stderr, tc.stderr)
+			assert.Contains(t, r.stderr, "Usage: sourcecatalog demo [--seed N] [--mysql DSN]")
+			assert.NotContains(t, r.stderr, "secret", "a DSN's password is never echoed")
+		})
+	}
+	r := cli(t, "", "demo", "-h")
+	assert.Equal(t, exitOK, r.code)
+	assert.Contains(t, r.stdout, "--mysql DSN")
+}
+
+// An unreachable server is a failure (exit 1), reported without the DSN.
+func TestDemoMySQLUnreachable(t *testing.T) {
+	r := cli(t, "", "demo", "--mysql", "demo:secret@tcp(127.0.0.1:1)/?timeout=2s")
+	assert.Equal(t, exitInvalid, r.code)
+	assert.Contains(t, r.stderr, "sourcecatalog demo: mysql: ")
+	assert.NotContains(t, r.stderr, "secret")
+	assert.NotContains(t, r.stdout, "verified:")
+}
+
+// dsnEnv names the DSN of an account that may create and drop databases,
+// as in package mysqlstore's tests.
+const dsnEnv = "SOURCECATALOG_MYSQL_DSN"
+
+// serverDSN returns the configured DSN. Without one the test skips, except
+// under CI=true, where a missing database is a failure.
+func serverDSN(t testing.TB) *mysql.Config {
+	t.Helper()
+	dsn := os.Getenv(dsnEnv)
+	if dsn == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s is not set; under CI=true the MariaDB tests must run (bash scripts/test.sh provisions a server)", dsnEnv)
+		}
+		t.Skipf("%s is not set: skipping MariaDB tests (bash scripts/test.sh provisions a throwaway server)", dsnEnv)
+	}
+	cfg, err := mysql.ParseDSN(dsn)
+	require.NoError(t, err, "parse %s", dsnEnv)
+	return cfg
+}
+
+func schemaExists(t *testing.T, admin *sql.DB, name string) bool {
+	t.Helper()
+	var n int
+	require.NoError(t, admin.QueryRow("SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?", name).Scan(&n))
+	return n > 0
+}
+
+func TestDemoMySQL(t *testing.T) {
+	cfg := serverDSN(t)
+	cfg.DBName = ""
+	admin, err := sql.Open("mysql", cfg.FormatDSN())
+	require.NoError(t, err)
+	t.Cleanup(func() { admin.Close() })
+
+	t.Run("throwaway schema", func(t *testing.T) {
+		r := cli(t, "", "demo", "--seed", "3", "--mysql", cfg.FormatDSN())
+		require.Equal(t, exitOK, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+		m := regexp.MustCompile(`schema (sourcecatalog_demo_[0-9a-f]{12}) \(throwaway\)`).FindStringSubmatch(r.stdout)
+		require.NotNil(t, m, r.stdout)
+		assert.Contains(t, r.stdout, "\nverified: active revision 2 is cycle 2's snapshot")
+		assert.Contains(t, r.stdout, "\nmysql: dropped the throwaway schema "+m[1]+"\n")
+		assert.False(t, schemaExists(t, admin, m[1]), "the throwaway schema is dropped")
+
+		// The receiver store changes nothing of what the demo prints
+		// besides its name.
+		mem := cli(t, "", "demo", "--seed", "3")
+		strip := func(s string) string {
+			s = regexp.MustCompile(`receiver store [^\n]*\n`).ReplaceAllString(s, "")
+			return regexp.MustCompile(`mysql: dropped[^\n]*\n`).ReplaceAllString(s, "")
+		}
+		assert.Equal(t, strip(mem.stdout), strip(r.stdout))
+	})
+
+	t.Run("named schema", func(t *testing.T) {
+		var suffix [6]byte
+		rand.Read(suffix[:])
+		name := "sourcecatalog_test_" + hex.EncodeToString(suffix[:])
+		_, err := admin.ExecContext(context.Background(), "CREATE DATABASE "+name+" CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin")
+		require.NoError(t, err)
+		t.Cleanup(func() {
+			if _, err := admin.ExecContext(context.Background(), "DROP DATABASE "+name); err != nil {
+				t.Errorf("drop %s: %v", name, err)
+			}
+		})
+		named := cfg.Clone()
+		named.DBName = name
+		r := cli(t, "", "demo", "--seed", "5", "--mysql", named.FormatDSN())
+		require.Equal(t, exitOK, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+		assert.Contains(t, r.stdout, "schema "+name+"\n")
+		assert.NotContains(t, r.stdout, "throwaway")
+		assert.True(t, schemaExists(t, admin, name), "a named schema is kept")
+
+		// The vessel now has state there: a second run refuses to start.
+		r = cli(t, "", "demo", "--seed", "5", "--mysql", named.FormatDSN())
+		assert.Equal(t, exitInvalid, r.code)
+		assert.Contains(t, r.stderr, "already holds state for the demo vessel")
+		assert.NotContains(t, r.stdout, "verified:")
+	})
+}
