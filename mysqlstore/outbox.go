@@ -36,7 +36,7 @@ func NewOutbox(db *sql.DB, opts ...Option) *Outbox {
 // WithVessel implements outbox.Store.
 func (o *Outbox) WithVessel(ctx context.Context, vesselID uuid.UUID, fn func(outbox.Tx) error) error {
 	return o.s.retry(ctx, func() error {
-		return transact(ctx, o.s.db, func(sqlTx *sql.Tx) error {
+		return o.s.transact(ctx, func(sqlTx *sql.Tx) error {
 			t := &outboxTx{s: o.s, tx: sqlTx, id: vesselID, vessel: vesselID[:]}
 			defer func() { t.done = true }()
 			if err := t.lock(ctx); err != nil {
@@ -71,18 +71,11 @@ func (t *outboxTx) check() {
 // lock takes the vessel's outbox row lock, creating the row first if
 // needed, and reads the last revision allocated.
 func (t *outboxTx) lock(ctx context.Context) error {
-	const lock = `SELECT last_revision FROM signalk_catalog_outbox_vessels_v2 WHERE vessel_id = ? FOR UPDATE`
-	for range 2 {
-		err := t.tx.QueryRowContext(ctx, lock, t.vessel).Scan(&t.last)
-		if errors.Is(err, sql.ErrNoRows) {
-			if _, err := t.tx.ExecContext(ctx, `INSERT IGNORE INTO signalk_catalog_outbox_vessels_v2 (vessel_id) VALUES (?)`, t.vessel); err != nil {
-				return wrap("create outbox vessel", err)
-			}
-			continue
-		}
+	if err := bumpLock(ctx, t.tx, "signalk_catalog_outbox_vessels_v2", t.vessel); err != nil {
 		return wrap("lock outbox vessel", err)
 	}
-	return errors.New("mysqlstore: the outbox vessel row vanished while locking it")
+	err := t.tx.QueryRowContext(ctx, `SELECT last_revision FROM signalk_catalog_outbox_vessels_v2 WHERE vessel_id = ?`, t.vessel).Scan(&t.last)
+	return wrap("lock outbox vessel", err)
 }
 
 func (t *outboxTx) NextRevision(ctx context.Context) (int64, error) {

@@ -19,6 +19,7 @@ CREATE TABLE IF NOT EXISTS signalk_catalog_vessels_v2 (
   active_revision      BIGINT      NOT NULL DEFAULT 0,
   active_discovered_at_ns BIGINT NULL,
   active_document_sha256 BINARY(32) NULL,
+  lock_version         BIGINT UNSIGNED NOT NULL DEFAULT 0,
   updated_at           TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6) ON UPDATE CURRENT_TIMESTAMP(6),
   PRIMARY KEY (vessel_id)
 ) ENGINE=InnoDB;
@@ -114,6 +115,7 @@ CREATE TABLE IF NOT EXISTS signalk_catalog_observations_v2 (
 CREATE TABLE IF NOT EXISTS signalk_catalog_outbox_vessels_v2 (
   vessel_id     BINARY(16)   NOT NULL,
   last_revision BIGINT       NOT NULL DEFAULT 0,
+  lock_version  BIGINT UNSIGNED NOT NULL DEFAULT 0,
   updated_at    TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6) ON UPDATE CURRENT_TIMESTAMP(6),
   PRIMARY KEY (vessel_id)
 ) ENGINE=InnoDB;

@@ -37,37 +37,51 @@ func wrap(op string, err error) error {
 }
 
 // lockVessel takes the vessel's row lock, creating the row first if needed,
-// and reads the active pointer.
+// and reads the active pointer. The lock is a write (lock_version is
+// bumped), not only SELECT … FOR UPDATE: on Galera a row lock is local to
+// its node, but a written row is part of the transaction's write set, so
+// two transactions of one vessel on different nodes always conflict — the
+// later one is aborted by certification or by the applier and re-run. On a
+// single server the write costs one row already locked.
 func (t *tx) lockVessel(ctx context.Context) error {
-	const lock = `SELECT active_snapshot_id, active_revision, active_discovered_at_ns, active_document_sha256
-		FROM signalk_catalog_vessels_v2 WHERE vessel_id = ? FOR UPDATE`
-	for range 2 {
-		var snap, doc []byte
-		var rev int64
-		var at sql.NullInt64
-		err := t.tx.QueryRowContext(ctx, lock, t.vessel).Scan(&snap, &rev, &at, &doc)
-		if errors.Is(err, sql.ErrNoRows) {
-			if _, err := t.tx.ExecContext(ctx, `INSERT IGNORE INTO signalk_catalog_vessels_v2 (vessel_id) VALUES (?)`, t.vessel); err != nil {
-				return wrap("create vessel", err)
-			}
-			continue
-		}
-		if err != nil {
+	if err := bumpLock(ctx, t.tx, "signalk_catalog_vessels_v2", t.vessel); err != nil {
+		return wrap("lock vessel", err)
+	}
+	var snap, doc []byte
+	var at sql.NullInt64
+	err := t.tx.QueryRowContext(ctx, `SELECT active_snapshot_id, active_revision, active_discovered_at_ns, active_document_sha256
+		FROM signalk_catalog_vessels_v2 WHERE vessel_id = ?`, t.vessel).Scan(&snap, &t.state.ActiveRevision, &at, &doc)
+	if err != nil {
+		return wrap("lock vessel", err)
+	}
+	if snap != nil {
+		if t.state.ActiveSnapshot, err = uuid.FromBytes(snap); err != nil {
 			return wrap("lock vessel", err)
 		}
-		t.state = finalize.VesselState{ActiveRevision: rev}
-		if snap != nil {
-			if t.state.ActiveSnapshot, err = uuid.FromBytes(snap); err != nil {
-				return wrap("lock vessel", err)
-			}
-		}
-		if at.Valid {
-			t.state.ActiveDiscoveredAt = fromNanos(at.Int64)
-		}
-		copy(t.state.ActiveDocument[:], doc)
-		return nil
 	}
-	return errors.New("mysqlstore: the vessel row vanished while locking it")
+	if at.Valid {
+		t.state.ActiveDiscoveredAt = fromNanos(at.Int64)
+	}
+	copy(t.state.ActiveDocument[:], doc)
+	return nil
+}
+
+// bumpLock write-locks a vessel's row in table, inserting it first when it
+// does not exist.
+func bumpLock(ctx context.Context, tx *sql.Tx, table string, vessel []byte) error {
+	for range 2 {
+		res, err := tx.ExecContext(ctx, "UPDATE "+table+" SET lock_version = lock_version + 1 WHERE vessel_id = ?", vessel)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 1 {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, "INSERT IGNORE INTO "+table+" (vessel_id) VALUES (?)", vessel); err != nil {
+			return err
+		}
+	}
+	return errors.New("the vessel row vanished while locking it")
 }
 
 func nanos(t time.Time) int64      { return t.UnixNano() }

@@ -7,22 +7,32 @@
 #   SOURCECATALOG_MYSQL_DSN  use this server instead of provisioning a
 #                            throwaway MariaDB (go-sql-driver DSN, no database,
 #                            e.g. 'user:pass@tcp(127.0.0.1:3306)/')
+#   SOURCECATALOG_GALERA_DSNS  use this three-node Galera cluster instead of
+#                            provisioning one (comma-separated DSNs, one per
+#                            node); SOURCECATALOG_GALERA_DIR names the
+#                            scripts/galera.sh directory for the node-kill test
 #   SOURCECATALOG_SKIP_FUZZ  set to 1 to skip the fuzz smoke step
 #   FUZZTIME                 per fuzz target (default 10s)
 #   MARIADB_PORT             first port to try for the throwaway server (33306)
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
-# shellcheck source=scripts/mariadb.sh
-source scripts/mariadb.sh
+# shellcheck source=scripts/galera.sh
+source scripts/galera.sh # also sources scripts/mariadb.sh
 
 step() { printf '\n==> %s\n' "$*"; }
 
 MDB_DIR=
 MDB_PID=
+GALERA_DIR=
 cleanup() {
   local rc=$?
   trap - EXIT INT TERM
+  if [[ -n $GALERA_DIR ]]; then
+    step "stopping the Galera cluster"
+    galera_stop "$GALERA_DIR" || rc=1
+    rm -rf "$GALERA_DIR"
+  fi
   if [[ -n $MDB_PID ]]; then
     step "stopping throwaway MariaDB (pid $MDB_PID)"
     mdb_stop_pid "$MDB_PID" || rc=1
@@ -72,6 +82,15 @@ if [[ -z ${SOURCECATALOG_MYSQL_DSN:-} ]]; then
   mdb_start "$MDB_DIR" # sets MDB_PID, exports SOURCECATALOG_MYSQL_DSN
 else
   step "using SOURCECATALOG_MYSQL_DSN from the environment"
+fi
+
+if [[ -z ${SOURCECATALOG_GALERA_DSNS:-} ]]; then
+  step "provisioning a throwaway three-node Galera cluster"
+  galera_install
+  GALERA_DIR=$(mktemp -d "${TMPDIR:-/tmp}/sourcecatalog-galera.XXXXXX")
+  galera_start "$GALERA_DIR" # exports SOURCECATALOG_GALERA_DSNS and _DIR
+else
+  step "using SOURCECATALOG_GALERA_DSNS from the environment"
 fi
 
 step "go test -race -count=1${*:+ $*} ./..."

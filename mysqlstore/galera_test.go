@@ -1,0 +1,406 @@
+package mysqlstore_test
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"database/sql/driver"
+	"encoding/hex"
+	mathrand "math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/yachtmemory/sourcecatalog"
+	"github.com/yachtmemory/sourcecatalog/catalog"
+	"github.com/yachtmemory/sourcecatalog/examples"
+	"github.com/yachtmemory/sourcecatalog/finalize"
+	"github.com/yachtmemory/sourcecatalog/finalize/finalizetest"
+	"github.com/yachtmemory/sourcecatalog/mysqlstore"
+)
+
+// The Galera tests run against a three-node cluster named by
+// SOURCECATALOG_GALERA_DSNS (one DSN per node, comma-separated; bash
+// scripts/test.sh starts one). SOURCECATALOG_GALERA_DIR, the directory
+// scripts/galera.sh keeps its nodes in, lets a test kill and restart one.
+
+const (
+	galeraDSNsEnv = "SOURCECATALOG_GALERA_DSNS"
+	galeraDirEnv  = "SOURCECATALOG_GALERA_DIR"
+)
+
+// Retries seen by the Galera tests, by server error number.
+var galeraRetries sync.Map // uint16 -> *atomic.Int64
+
+func countRetry(number uint16) {
+	v, _ := galeraRetries.LoadOrStore(number, new(atomic.Int64))
+	v.(*atomic.Int64).Add(1)
+}
+
+func retries(number uint16) int64 {
+	if v, ok := galeraRetries.Load(number); ok {
+		return v.(*atomic.Int64).Load()
+	}
+	return 0
+}
+
+func logRetries(t *testing.T) {
+	t.Logf("retries so far: 1213 (deadlock or certification failure) %d, 1047 (node not ready) %d, 1205 (lock wait timeout) %d",
+		retries(1213), retries(1047), retries(1205))
+}
+
+func galeraConfigs(t testing.TB) []*mysql.Config {
+	t.Helper()
+	env := os.Getenv(galeraDSNsEnv)
+	if env == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s is not set; under CI=true the Galera tests must run (bash scripts/test.sh starts a cluster)", galeraDSNsEnv)
+		}
+		t.Skipf("%s is not set: skipping Galera tests (bash scripts/test.sh starts a three-node cluster)", galeraDSNsEnv)
+	}
+	var out []*mysql.Config
+	for _, dsn := range strings.Split(env, ",") {
+		cfg, err := mysql.ParseDSN(strings.TrimSpace(dsn))
+		require.NoError(t, err)
+		out = append(out, cfg)
+	}
+	require.Len(t, out, 3, "%s must name three nodes", galeraDSNsEnv)
+	return out
+}
+
+// cluster is one test schema on the cluster: a pool per node and a pool
+// whose connections go to the three nodes in turn.
+type cluster struct {
+	nodes  []*sql.DB
+	spread *sql.DB
+	cfgs   []*mysql.Config
+}
+
+// spreadConnector opens each new connection on the next node.
+type spreadConnector struct {
+	conns []driver.Connector
+	next  atomic.Uint32
+}
+
+func (c *spreadConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	return c.conns[int(c.next.Add(1))%len(c.conns)].Connect(ctx)
+}
+
+func (c *spreadConnector) Driver() driver.Driver { return c.conns[0].Driver() }
+
+func galeraSchema(t testing.TB) *cluster {
+	t.Helper()
+	cfgs := galeraConfigs(t)
+	admin, err := sql.Open("mysql", cfgs[0].FormatDSN())
+	require.NoError(t, err)
+	t.Cleanup(func() { admin.Close() })
+	var suffix [6]byte
+	rand.Read(suffix[:])
+	name := "sourcecatalog_test_" + hex.EncodeToString(suffix[:])
+	_, err = admin.Exec("CREATE DATABASE " + name + " CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin")
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		if _, err := admin.Exec("DROP DATABASE " + name); err != nil {
+			t.Logf("drop %s: %v", name, err)
+		}
+	})
+	c := &cluster{}
+	var connectors []driver.Connector
+	for _, cfg := range cfgs {
+		cfg = cfg.Clone()
+		cfg.DBName = name
+		cfg.Timeout = 5 * time.Second
+		c.cfgs = append(c.cfgs, cfg)
+		conn, err := mysql.NewConnector(cfg)
+		require.NoError(t, err)
+		connectors = append(connectors, conn)
+		db := sql.OpenDB(conn)
+		db.SetMaxOpenConns(16)
+		t.Cleanup(func() { db.Close() })
+		c.nodes = append(c.nodes, db)
+	}
+	c.spread = sql.OpenDB(&spreadConnector{conns: connectors})
+	c.spread.SetMaxOpenConns(24)
+	t.Cleanup(func() { c.spread.Close() })
+	require.NoError(t, mysqlstore.Migrate(context.Background(), c.nodes[0]))
+	for _, db := range c.nodes { // DDL reaches every node before the test starts
+		require.Eventually(t, func() bool { return mysqlstore.CheckSchema(context.Background(), db) == nil }, 30*time.Second, 50*time.Millisecond)
+	}
+	return c
+}
+
+func galeraStore(db *sql.DB) *mysqlstore.Store {
+	return mysqlstore.New(db, mysqlstore.WithRetryObserver(countRetry), mysqlstore.WithRetries(30))
+}
+
+// TestGaleraConformance runs the concurrency and crash groups of the
+// finalize conformance suite with the Store's connections spread over the
+// three nodes.
+func TestGaleraConformance(t *testing.T) {
+	galeraConfigs(t)
+	finalizetest.RunGroups(t, func(t *testing.T) finalize.Store {
+		return galeraStore(galeraSchema(t).spread)
+	}, "Concurrency", "Crash")
+	logRetries(t)
+}
+
+func TestGaleraCausalReadsDetected(t *testing.T) {
+	c := galeraSchema(t)
+	var syncWait int
+	err := galeraStore(c.nodes[1]).WithVessel(context.Background(), uuid.New(), func(finalize.Tx) error { return nil })
+	require.NoError(t, err)
+	require.NoError(t, c.nodes[1].QueryRow("SELECT @@global.wsrep_on").Scan(&syncWait))
+	assert.Equal(t, 1, syncWait, "the cluster runs wsrep")
+}
+
+func TestGaleraFinalizeThroughAllNodes(t *testing.T) {
+	c := galeraSchema(t)
+	ctx := context.Background()
+	for round := range 5 {
+		vessel := uuid.New()
+		snap := build(t, vessel, 1, catalogOf(t, 150, catalog.UnitOf("m"), "environment.depth"))
+		deliver(t, finalize.NewReceiver(galeraStore(c.nodes[round%3])), snap)
+		const perNode = 3
+		var wg sync.WaitGroup
+		outs := make([]finalize.Outcome, 3*perNode)
+		errs := make([]error, 3*perNode)
+		for i := range outs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r := finalize.NewReceiver(galeraStore(c.nodes[i%3]))
+				outs[i], errs[i] = r.Finalize(ctx, vessel, snap.Manifest.SnapshotID)
+			}()
+		}
+		wg.Wait()
+		activated := 0
+		for i := range outs {
+			require.NoError(t, errs[i], "finalize through node %d", i%3+1)
+			switch outs[i].Status {
+			case finalize.Activated:
+				activated++
+			case finalize.AlreadyActive:
+			default:
+				t.Errorf("round %d worker %d: %s", round, i, outs[i].Status)
+			}
+		}
+		assert.Equal(t, 1, activated, "round %d: exactly one activation across the cluster", round)
+	}
+	logRetries(t)
+}
+
+func TestGaleraCompetingRevisions(t *testing.T) {
+	c := galeraSchema(t)
+	ctx := context.Background()
+	for round := range 4 {
+		vessel := uuid.New()
+		var snaps []*snapshotRef
+		for rev := int64(1); rev <= 5; rev++ {
+			s := build(t, vessel, rev, catalogOf(t, 20+int(rev), catalog.UnitOf("m"), "navigation"))
+			deliver(t, finalize.NewReceiver(galeraStore(c.nodes[int(rev)%3])), s)
+			snaps = append(snaps, &snapshotRef{id: s.Manifest.SnapshotID, rev: rev})
+		}
+		rng := mathrand.New(mathrand.NewPCG(uint64(round), 42))
+		rng.Shuffle(len(snaps), func(i, j int) { snaps[i], snaps[j] = snaps[j], snaps[i] })
+		var wg sync.WaitGroup
+		for i, s := range snaps {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, err := finalize.NewReceiver(galeraStore(c.nodes[i%3])).Finalize(ctx, vessel, s.id)
+				assert.NoError(t, err)
+			}()
+		}
+		wg.Wait()
+		for _, db := range c.nodes {
+			cat, err := finalize.NewReceiver(galeraStore(db)).Active(ctx, vessel)
+			require.NoError(t, err)
+			assert.Equal(t, int64(5), cat.Revision, "round %d: the highest revision is active, read through every node", round)
+		}
+	}
+	logRetries(t)
+}
+
+type snapshotRef struct {
+	id  uuid.UUID
+	rev int64
+}
+
+func TestGaleraReceiptsThroughOneNodeFinalizeThroughAnother(t *testing.T) {
+	c := galeraSchema(t)
+	ctx := context.Background()
+	for round := range 12 {
+		vessel := uuid.New()
+		snap := build(t, vessel, 1, catalogOf(t, 150, catalog.UnitOf("m"), "tanks.fuel"))
+		a, b := round%3, (round+1)%3
+		deliver(t, finalize.NewReceiver(galeraStore(c.nodes[a])), snap)
+		out, err := finalize.NewReceiver(galeraStore(c.nodes[b])).Finalize(ctx, vessel, snap.Manifest.SnapshotID)
+		require.NoError(t, err)
+		require.Equal(t, finalize.Activated, out.Status, "round %d: receipts through node %d, finalize through node %d: no false staging", round, a+1, b+1)
+	}
+}
+
+// nodeDir returns the directory of galera node n (1-based).
+func nodeDir(t *testing.T, n int) string {
+	dir := os.Getenv(galeraDirEnv)
+	if dir == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s is not set; under CI=true the node-kill test must run", galeraDirEnv)
+		}
+		t.Skipf("%s is not set: cannot kill and restart a node", galeraDirEnv)
+	}
+	return filepath.Join(dir, "node"+strconv.Itoa(n))
+}
+
+func nodePid(t *testing.T, n int) int {
+	b, err := os.ReadFile(filepath.Join(nodeDir(t, n), "mariadbd.pid"))
+	require.NoError(t, err)
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	require.NoError(t, err)
+	return pid
+}
+
+func wsrepStatus(db *sql.DB, name string) string {
+	var k, v string
+	// name is one of this file's constants; SHOW takes no placeholders.
+	if err := db.QueryRow("SHOW STATUS LIKE '"+name+"'").Scan(&k, &v); err != nil {
+		return "error: " + err.Error()
+	}
+	return v
+}
+
+func TestGaleraNodeKilledDuringActivation(t *testing.T) {
+	c := galeraSchema(t)
+	ctx := context.Background()
+	const victim = 3
+	nodeDir(t, victim) // skips without the cluster's directory
+	vessel := uuid.New()
+	a := build(t, vessel, 1, catalogOf(t, 120, catalog.UnitOf("m"), "propulsion.port"))
+	activate(t, finalize.NewReceiver(galeraStore(c.nodes[0])), a)
+	before, err := finalize.NewReceiver(galeraStore(c.nodes[0])).Active(ctx, vessel)
+	require.NoError(t, err)
+	b := build(t, vessel, 2, catalogOf(t, 130, catalog.UnitOf("rad/s"), "propulsion.port"))
+	deliver(t, finalize.NewReceiver(galeraStore(c.nodes[1])), b)
+
+	ps := &pausingStore{Store: mysqlstore.New(c.nodes[victim-1], mysqlstore.WithRetries(0)), paused: make(chan struct{}), resume: make(chan struct{})}
+	done := make(chan error, 1)
+	go func() {
+		_, err := finalize.NewReceiver(ps).Finalize(ctx, vessel, b.Manifest.SnapshotID)
+		done <- err
+	}()
+	<-ps.paused
+	require.NoError(t, syscall.Kill(nodePid(t, victim), syscall.SIGKILL), "SIGKILL node %d", victim)
+	t.Cleanup(func() { restartNode(t, c, victim) }) // the cluster must be whole for later tests
+	close(ps.resume)
+	require.Error(t, <-done, "the activation on the killed node fails")
+
+	require.Eventually(t, func() bool { return wsrepStatus(c.nodes[0], "wsrep_cluster_size") == "2" }, 30*time.Second, 100*time.Millisecond)
+	assert.Equal(t, "Primary", wsrepStatus(c.nodes[1], "wsrep_cluster_status"), "the survivors keep quorum")
+	mid, err := finalize.NewReceiver(galeraStore(c.nodes[0])).Active(ctx, vessel)
+	require.NoError(t, err)
+	assert.Equal(t, before, mid, "the old catalog is still active, never a mix")
+
+	outs, err := finalize.NewReceiver(galeraStore(c.nodes[1])).Reconcile(ctx, vessel)
+	require.NoError(t, err)
+	require.Len(t, outs, 1)
+	assert.Equal(t, finalize.Activated, outs[0].Status, "Reconcile through a survivor completes")
+	after, err := finalize.NewReceiver(galeraStore(c.nodes[0])).Active(ctx, vessel)
+	require.NoError(t, err)
+	assert.Equal(t, b.Manifest.SnapshotID, after.SnapshotID)
+
+	restartNode(t, c, victim)
+	rejoined, err := finalize.NewReceiver(galeraStore(c.nodes[victim-1])).Active(ctx, vessel)
+	require.NoError(t, err)
+	assert.Equal(t, after, rejoined, "the restarted node reads the same active catalog")
+	logRetries(t)
+}
+
+// restartNode starts node n again, if it is down, and waits until it is
+// synced; meanwhile a Store on that node keeps reading, counting the 1047
+// answers of a node not yet ready.
+func restartNode(t *testing.T, c *cluster, n int) {
+	if err := syscall.Kill(nodePid(t, n), 0); err == nil && wsrepStatus(c.nodes[n-1], "wsrep_local_state_comment") == "Synced" {
+		return
+	}
+	out, err := exec.Command("bash", filepath.Join(nodeDir(t, n), "start.sh")).CombinedOutput()
+	require.NoError(t, err, "restart node %d: %s", n, out)
+	probe := galeraStore(c.nodes[n-1])
+	require.Eventually(t, func() bool {
+		if wsrepStatus(c.nodes[n-1], "wsrep_local_state_comment") != "Synced" {
+			_ = probe.WithVessel(context.Background(), uuid.New(), func(finalize.Tx) error { return nil })
+			return false
+		}
+		return wsrepStatus(c.nodes[0], "wsrep_cluster_size") == "3"
+	}, 120*time.Second, 200*time.Millisecond, "node %d rejoins", n)
+}
+
+// BenchmarkGaleraActivation reports the first activation of a maximal
+// snapshot on the cluster against the same on the single server.
+func BenchmarkGaleraActivation(b *testing.B) {
+	c := galeraSchema(b)
+	single := migrated(b)
+	records := examples.Scaled(25600)
+	var onCluster, onSingle time.Duration
+	for range b.N {
+		onSingle += activateTimed(b, single, scaledSnapshot(b, uuid.New(), 1, records))
+		onCluster += activateTimed(b, c.nodes[0], scaledSnapshot(b, uuid.New(), 1, records))
+	}
+	b.ReportMetric(ms(onCluster)/float64(b.N), "cluster_ms")
+	b.ReportMetric(ms(onSingle)/float64(b.N), "single_ms")
+	b.ReportMetric(float64(onCluster)/float64(onSingle), "x_single")
+}
+
+// TestGaleraNodeNotReady isolates one node from the group, which then
+// answers 1047 (not ready for application use): a Store on it retries a
+// bounded number of times, then reports the store unavailable; once the
+// node is back, the retried transaction goes through.
+func TestGaleraNodeNotReady(t *testing.T) {
+	c := galeraSchema(t)
+	ctx := context.Background()
+	isolated := c.nodes[1]
+	isolate := func(on bool) {
+		v := "0"
+		if on {
+			v = "1"
+		}
+		_, err := isolated.Exec("SET GLOBAL wsrep_provider_options = 'gmcast.isolate=" + v + "'")
+		require.NoError(t, err)
+	}
+	isolate(true)
+	t.Cleanup(func() {
+		isolate(false)
+		require.Eventually(t, func() bool {
+			return wsrepStatus(isolated, "wsrep_local_state_comment") == "Synced" && wsrepStatus(c.nodes[0], "wsrep_cluster_size") == "3"
+		}, 60*time.Second, 100*time.Millisecond, "the isolated node rejoins")
+	})
+	require.Eventually(t, func() bool { return wsrepStatus(isolated, "wsrep_ready") == "OFF" }, 30*time.Second, 50*time.Millisecond)
+
+	before := retries(1047)
+	short := mysqlstore.New(isolated, mysqlstore.WithRetryObserver(countRetry), mysqlstore.WithRetries(3))
+	err := short.WithVessel(ctx, uuid.New(), func(finalize.Tx) error { return nil })
+	require.ErrorIs(t, err, sourcecatalog.ErrStoreUnavailable, "after the bound the node is unavailable")
+	n, ok := mysqlstore.ErrorNumber(err)
+	assert.True(t, ok && n == 1047, "the cause is 1047, got %d", n)
+	assert.Equal(t, before+3, retries(1047), "three re-runs, all on 1047")
+
+	done := make(chan error, 1)
+	go func() {
+		patient := mysqlstore.New(isolated, mysqlstore.WithRetryObserver(countRetry), mysqlstore.WithRetries(40))
+		done <- patient.WithVessel(ctx, uuid.New(), func(finalize.Tx) error { return nil })
+	}()
+	time.Sleep(300 * time.Millisecond)
+	isolate(false)
+	require.NoError(t, <-done, "the transaction retried until the node was ready again")
+	logRetries(t)
+}
