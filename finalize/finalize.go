@@ -306,6 +306,13 @@ func diff(old, cur []IndexEntry, snap *envelope.Snapshot) (put []Item, retire []
 	}
 	i, k := 0, 0
 	for i < len(old) || k < len(cur) {
+		// Equal digests mean equal records, keys included: the common case
+		// of an unchanged item needs no key comparison.
+		if i < len(old) && k < len(cur) && old[i].Digest == cur[k].Digest {
+			i++
+			k++
+			continue
+		}
 		d := 0
 		switch {
 		case i >= len(old):

@@ -1,0 +1,176 @@
+package finalize_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/yachtmemory/sourcecatalog/catalog"
+	"github.com/yachtmemory/sourcecatalog/envelope"
+	"github.com/yachtmemory/sourcecatalog/examples"
+	"github.com/yachtmemory/sourcecatalog/finalize"
+	"github.com/yachtmemory/sourcecatalog/finalize/memstore"
+)
+
+// Benchmarks B4 and B4b on memstore, each reporting its ratio against a
+// baseline measured in the same run: x_decode (B4, target ≤ 2) against
+// envelope.DecodeSnapshot of the same bytes; x_first (B4b, targets ≤ 0.02
+// for an identical document and ≤ 0.05 for one per cent changed) against
+// a first activation of the same snapshot.
+
+var benchVessel = uuid.MustParse("0d1f3c5e-2a4b-4c6d-8e0f-1a2b3c4d5e6f")
+
+func benchSnapshot(b *testing.B, rev int64, records []*catalog.Record) *envelope.Snapshot {
+	s, err := envelope.Build(envelope.Input{VesselID: benchVessel, SnapshotID: uuid.New(), Revision: rev,
+		DiscoveredAt: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC).Add(time.Duration(rev) * time.Minute), Records: records})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
+func nsPerOp(n int, f func()) float64 {
+	f()
+	start := time.Now()
+	for range n {
+		f()
+	}
+	return float64(time.Since(start).Nanoseconds()) / float64(n)
+}
+
+func BenchmarkB4ReceiveFinalize(b *testing.B) {
+	ctx := context.Background()
+	snap := benchSnapshot(b, 1, examples.Scaled(25600))
+	manifest := snap.Manifest.Canonical()
+	raw := make([][]byte, len(snap.Chunks))
+	for i, c := range snap.Chunks {
+		raw[i] = c.Canonical()
+	}
+	origin := finalize.Origin{VesselID: benchVessel}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		r := finalize.NewReceiver(memstore.New())
+		if _, err := r.ReceiveManifest(ctx, origin, manifest); err != nil {
+			b.Fatal(err)
+		}
+		for _, c := range raw {
+			if _, err := r.ReceiveChunk(ctx, origin, c); err != nil {
+				b.Fatal(err)
+			}
+		}
+		out, err := r.Finalize(ctx, benchVessel, snap.Manifest.SnapshotID)
+		if err != nil || out.Status != finalize.Activated {
+			b.Fatal(out.Status, err)
+		}
+	}
+	b.StopTimer()
+	decode := nsPerOp(b.N, func() {
+		if _, err := envelope.DecodeSnapshot(manifest, raw); err != nil {
+			b.Fatal(err)
+		}
+	})
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/decode, "x_decode")
+}
+
+var errRollback = errors.New("rollback")
+
+// activation times the activation step of snap over state, rolled back
+// after each run so that every run starts from the same state.
+func activation(b *testing.B, store finalize.Store, vessel uuid.UUID, snap *envelope.Snapshot, index []finalize.IndexEntry, n int) float64 {
+	ctx := context.Background()
+	run := func() {
+		err := store.WithVessel(ctx, vessel, func(tx finalize.Tx) error {
+			v, err := tx.Vessel(ctx)
+			if err != nil {
+				return err
+			}
+			if _, err := finalize.Activate(ctx, tx, v, snap, index); err != nil {
+				return err
+			}
+			return errRollback
+		})
+		if !errors.Is(err, errRollback) {
+			b.Fatal(err)
+		}
+	}
+	return nsPerOp(n, run)
+}
+
+// changeOnePercent returns records with the unit of one path in a hundred
+// changed, spread over the whole catalog.
+func changeOnePercent(b *testing.B, records []*catalog.Record) []*catalog.Record {
+	out := append([]*catalog.Record(nil), records...)
+	want, paths := len(records)/100, 0
+	for _, r := range out {
+		if r.Kind() == catalog.KindPath {
+			paths++
+		}
+	}
+	changed, seen := 0, 0
+	for i, r := range out {
+		p, ok := r.AsPath()
+		if !ok {
+			continue
+		}
+		if seen++; seen%(paths/want) != 0 || changed == want {
+			continue
+		}
+		p.Unit = catalog.UnitOf("changed")
+		nr, err := catalog.NewPath(p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		out[i] = nr
+		changed++
+	}
+	return out
+}
+
+func BenchmarkB4bActivation(b *testing.B) {
+	ctx := context.Background()
+	records := examples.Scaled(25600)
+	first := benchSnapshot(b, 1, records)
+	store := memstore.New()
+	r := finalize.NewReceiver(store)
+	origin := finalize.Origin{VesselID: benchVessel}
+	if _, err := r.ReceiveManifest(ctx, origin, first.Manifest.Canonical()); err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range first.Chunks {
+		if _, err := r.ReceiveChunk(ctx, origin, c.Canonical()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if out, err := r.Finalize(ctx, benchVessel, first.Manifest.SnapshotID); err != nil || out.Status != finalize.Activated {
+		b.Fatal(out.Status, err)
+	}
+	identical := benchSnapshot(b, 2, records)
+	changed := benchSnapshot(b, 2, changeOnePercent(b, records))
+	empty := uuid.New() // a vessel with nothing active: a first activation
+
+	firstIndex := finalize.IndexOf(first)
+	for _, tc := range []struct {
+		name   string
+		vessel uuid.UUID
+		snap   *envelope.Snapshot
+	}{
+		{"identical", benchVessel, identical},
+		{"changed-1pct", benchVessel, changed},
+	} {
+		index := finalize.IndexOf(tc.snap)
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.ResetTimer()
+			got := activation(b, store, tc.vessel, tc.snap, index, b.N)
+			b.StopTimer()
+			// The baseline runs a fixed number of times: a first
+			// activation costs thousands of times an identical one.
+			base := activation(b, store, empty, first, firstIndex, 5)
+			b.ReportMetric(got/base, "x_first")
+			b.ReportMetric(base/1e6, "first_ms")
+		})
+	}
+}
