@@ -1,0 +1,65 @@
+// Package finalize is the receiver side of the Source Catalog protocol v2
+// (DESIGN §7; draft 0.1.0, "Completion, retries, and atomic activation"):
+// durable staging of manifests and chunks, a resumable finalize step that
+// verifies a complete snapshot, and atomic activation of the vessel's
+// catalog.
+//
+// The state machine lives here, once. Storage is the integrator's: a
+// [Store] offers only a transaction serialised per vessel with plain reads
+// and writes; memstore is the in-memory reference and finalizetest the
+// conformance suite every Store must pass.
+//
+// # Messages
+//
+// [Receiver.ReceiveManifest] and [Receiver.ReceiveChunk] decode a message
+// strictly, bind it to the vessel the integrator authenticated ([Origin])
+// and, optionally, to a registered vessel ([WithRegistry]), and stage it.
+// A receipt acknowledges durable staging, never activation. An identical
+// retry is answered [AlreadyReceived] with an equal receipt; other bytes at
+// the same snapshot and chunk index, or another manifest for the snapshot,
+// are refused with ErrConflict and no receipt. Chunks may arrive before
+// their manifest.
+//
+// # States of a snapshot
+//
+//	             receive (any order, retries)
+//	                  ┌──────────┐
+//	                  ▼          │
+//	  (nothing) ──▶ staging ─────┘
+//	                  │
+//	                  │ Finalize / Reconcile, once the set is complete
+//	                  ▼
+//	             verify the re-decoded staged bytes
+//	              │          │             │              │
+//	        invalid│  older than│   same revision,  newer than
+//	              │  the active │   same document   the active
+//	              ▼             ▼        ▼               ▼
+//	          rejected     superseded  superseded   activated ──▶ (replaced
+//	                                  (already_active)             by a newer
+//	                                                               revision)
+//
+// Finalize reports [StatusStaging] while pieces are missing, saying which;
+// a snapshot claiming the active revision with another document is
+// rejected with ErrRevisionConflict. Finalize is idempotent: a finalized
+// snapshot reports its outcome again.
+//
+// # Activation
+//
+// Activation is one Store transaction: the inventory of paths, sources and
+// observations is brought up to date and the vessel's active pointer
+// flips. Items are never deleted. An item that stays selected is not
+// rewritten (its last-seen is the active snapshot, derived when read);
+// items that appear, change or leave the selection are written, a leaving
+// item keeping its record and first-seen and getting its last-seen frozen
+// at the previously active snapshot. A new revision with an identical
+// document writes only the pointer.
+//
+// # Bounds
+//
+// Staging is bounded per vessel ([Limits]): incomplete snapshots and
+// retained finalized ones, by count and bytes. Exhaustion fails closed with
+// ErrStagingExhausted and loses nothing. Nothing is pruned automatically
+// unless [WithRetention] opts in; [Receiver.Discard] and [Receiver.Prune]
+// are the operator's explicit actions, and the active snapshot is never
+// removed.
+package finalize
