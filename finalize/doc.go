@@ -22,21 +22,18 @@
 //
 // # States of a snapshot
 //
-//	             receive (any order, retries)
-//	                  ┌──────────┐
-//	                  ▼          │
-//	  (nothing) ──▶ staging ─────┘
-//	                  │
-//	                  │ Finalize / Reconcile, once the set is complete
-//	                  ▼
-//	             verify the re-decoded staged bytes
-//	              │          │             │              │
-//	        invalid│  older than│   same revision,  newer than
-//	              │  the active │   same document   the active
-//	              ▼             ▼        ▼               ▼
-//	          rejected     superseded  superseded   activated ──▶ (replaced
-//	                                  (already_active)             by a newer
-//	                                                               revision)
+//	(nothing) --receive--> staging <--receive (any order, retries)
+//	                          |
+//	          Finalize or Reconcile, once the set is complete:
+//	          verify the staged bytes, decoded again
+//	                          |
+//	   +----------------+-----+-----------+--------------------+
+//	   | invalid        | older than      | same revision and  | newer than
+//	   |                | the active      | same document      | the active
+//	   v                v                 v                    v
+//	rejected        superseded        superseded           activated
+//	                                  (already_active)     (superseded once a
+//	                                                        newer one activates)
 //
 // Finalize reports [StatusStaging] while pieces are missing, saying which;
 // a snapshot claiming the active revision with another document is
