@@ -27,6 +27,7 @@ import (
 	"github.com/yachtmemory/sourcecatalog/examples"
 	"github.com/yachtmemory/sourcecatalog/finalize"
 	"github.com/yachtmemory/sourcecatalog/finalize/finalizetest"
+	"github.com/yachtmemory/sourcecatalog/internal/dbtest"
 	"github.com/yachtmemory/sourcecatalog/mysqlstore"
 )
 
@@ -62,13 +63,7 @@ func logRetries(t *testing.T) {
 
 func galeraConfigs(t testing.TB) []*mysql.Config {
 	t.Helper()
-	env := os.Getenv(galeraDSNsEnv)
-	if env == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is not set; under CI=true the Galera tests must run (bash scripts/test.sh starts a cluster)", galeraDSNsEnv)
-		}
-		t.Skipf("%s is not set: skipping Galera tests (bash scripts/test.sh starts a three-node cluster)", galeraDSNsEnv)
-	}
+	env := dbtest.Env(t, galeraDSNsEnv, "the Galera tests", "bash scripts/test.sh starts a three-node cluster")
 	var out []*mysql.Config
 	for _, dsn := range strings.Split(env, ",") {
 		cfg, err := mysql.ParseDSN(strings.TrimSpace(dsn))
@@ -253,13 +248,7 @@ func TestGaleraReceiptsThroughOneNodeFinalizeThroughAnother(t *testing.T) {
 
 // nodeDir returns the directory of galera node n (1-based).
 func nodeDir(t *testing.T, n int) string {
-	dir := os.Getenv(galeraDirEnv)
-	if dir == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is not set; under CI=true the node-kill test must run", galeraDirEnv)
-		}
-		t.Skipf("%s is not set: cannot kill and restart a node", galeraDirEnv)
-	}
+	dir := dbtest.Env(t, galeraDirEnv, "the node-kill test", "")
 	return filepath.Join(dir, "node"+strconv.Itoa(n))
 }
 

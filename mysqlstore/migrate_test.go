@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/yachtmemory/sourcecatalog/internal/dbtest"
 	"github.com/yachtmemory/sourcecatalog/mysqlstore"
 )
 
@@ -34,7 +35,7 @@ func TestSchemaText(t *testing.T) {
 }
 
 func TestMigrateRefusesNoSchema(t *testing.T) {
-	cfg := serverDSN(t).Clone()
+	cfg := dbtest.MySQL(t).Clone()
 	cfg.DBName = ""
 	db, err := sql.Open("mysql", cfg.FormatDSN())
 	require.NoError(t, err)
@@ -44,7 +45,7 @@ func TestMigrateRefusesNoSchema(t *testing.T) {
 }
 
 func TestMigrateRefusesProductionSchema(t *testing.T) {
-	cfg := serverDSN(t)
+	cfg := dbtest.MySQL(t)
 	admin, err := sql.Open("mysql", cfg.FormatDSN())
 	require.NoError(t, err)
 	defer admin.Close()

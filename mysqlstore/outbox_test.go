@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/yachtmemory/sourcecatalog"
 	"github.com/yachtmemory/sourcecatalog/catalog"
+	"github.com/yachtmemory/sourcecatalog/internal/dbtest"
 	"github.com/yachtmemory/sourcecatalog/mysqlstore"
 	"github.com/yachtmemory/sourcecatalog/outbox"
 	"github.com/yachtmemory/sourcecatalog/outbox/outboxtest"
@@ -22,7 +23,7 @@ import (
 // TestOutboxConformance runs the outbox conformance suite on MariaDB, with a
 // fresh schema for every store the suite asks for.
 func TestOutboxConformance(t *testing.T) {
-	serverDSN(t)
+	dbtest.MySQL(t)
 	outboxtest.Run(t, func(t *testing.T) outbox.Store {
 		return mysqlstore.NewOutbox(migrated(t))
 	})

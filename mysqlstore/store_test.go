@@ -15,6 +15,7 @@ import (
 	"github.com/yachtmemory/sourcecatalog/catalog"
 	"github.com/yachtmemory/sourcecatalog/envelope"
 	"github.com/yachtmemory/sourcecatalog/finalize"
+	"github.com/yachtmemory/sourcecatalog/internal/dbtest"
 	"github.com/yachtmemory/sourcecatalog/mysqlstore"
 )
 
@@ -141,7 +142,7 @@ func TestConcurrentFinalizeFromSeveralConnections(t *testing.T) {
 func connDSN(t testing.TB, db *sql.DB) string {
 	var name string
 	require.NoError(t, db.QueryRow("SELECT DATABASE()").Scan(&name))
-	cfg := serverDSN(t).Clone()
+	cfg := dbtest.MySQL(t).Clone()
 	cfg.DBName = name
 	return cfg.FormatDSN()
 }

@@ -5,14 +5,13 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
-	"os"
 	"regexp"
 	"strings"
 	"testing"
 
-	"github.com/go-sql-driver/mysql"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/yachtmemory/sourcecatalog/internal/dbtest"
 )
 
 func TestDemo(t *testing.T) {
@@ -86,26 +85,6 @@ func TestDemoMySQLUnreachable(t *testing.T) {
 	assert.NotContains(t, r.stdout, "verified:")
 }
 
-// dsnEnv names the DSN of an account that may create and drop databases,
-// as in package mysqlstore's tests.
-const dsnEnv = "SOURCECATALOG_MYSQL_DSN"
-
-// serverDSN returns the configured DSN. Without one the test skips, except
-// under CI=true, where a missing database is a failure.
-func serverDSN(t testing.TB) *mysql.Config {
-	t.Helper()
-	dsn := os.Getenv(dsnEnv)
-	if dsn == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is not set; under CI=true the MariaDB tests must run (bash scripts/test.sh provisions a server)", dsnEnv)
-		}
-		t.Skipf("%s is not set: skipping MariaDB tests (bash scripts/test.sh provisions a throwaway server)", dsnEnv)
-	}
-	cfg, err := mysql.ParseDSN(dsn)
-	require.NoError(t, err, "parse %s", dsnEnv)
-	return cfg
-}
-
 func schemaExists(t *testing.T, admin *sql.DB, name string) bool {
 	t.Helper()
 	var n int
@@ -114,7 +93,7 @@ func schemaExists(t *testing.T, admin *sql.DB, name string) bool {
 }
 
 func TestDemoMySQL(t *testing.T) {
-	cfg := serverDSN(t)
+	cfg := dbtest.MySQL(t)
 	cfg.DBName = ""
 	admin, err := sql.Open("mysql", cfg.FormatDSN())
 	require.NoError(t, err)

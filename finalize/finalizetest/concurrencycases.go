@@ -4,12 +4,12 @@ import (
 	"cmp"
 	"math/rand/v2"
 	"slices"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"github.com/yachtmemory/sourcecatalog/envelope"
 	"github.com/yachtmemory/sourcecatalog/finalize"
+	"github.com/yachtmemory/sourcecatalog/internal/suite"
 )
 
 var concurrencyCases = []testCase{
@@ -18,25 +18,6 @@ var concurrencyCases = []testCase{
 	{"ReceiveSameMessage", testReceiveSameMessage},
 	{"ReceiveAll", testReceiveAll},
 	{"Vessels", testVessels},
-}
-
-// parallel runs n functions at once, released together, and returns their
-// results in order.
-func parallel[T any](n int, fn func(i int) T) []T {
-	out := make([]T, n)
-	var start, done sync.WaitGroup
-	start.Add(1)
-	for i := range n {
-		done.Add(1)
-		go func() {
-			defer done.Done()
-			start.Wait()
-			out[i] = fn(i)
-		}()
-	}
-	start.Done()
-	done.Wait()
-	return out
 }
 
 type finalized struct {
@@ -50,7 +31,7 @@ func testFinalizeOnce(t *testing.T, newStore NewStore) {
 	e.activate(a)
 	s := e.build(2, changedInventory(t).withSensors("sensor", 150, "m"))
 	e.deliverAll(messagesOf(t, s), finalize.Staged)
-	res := parallel(8, func(int) finalized {
+	res := suite.Parallel(8, func(int) finalized {
 		out, err := e.r.Finalize(e.ctx, e.vessel, idOf(s))
 		return finalized{out, err}
 	})
@@ -89,7 +70,7 @@ func testRevisionsRace(t *testing.T, newStore NewStore) {
 			e.deliverAll(messagesOf(t, snaps[i]), finalize.Staged)
 		}
 		order := rng.Perm(len(snaps))
-		res := parallel(len(snaps), func(i int) finalized {
+		res := suite.Parallel(len(snaps), func(i int) finalized {
 			out, err := e.r.Finalize(e.ctx, e.vessel, idOf(snaps[order[i]]))
 			return finalized{out, err}
 		})
@@ -125,7 +106,7 @@ func testReceiveSameMessage(t *testing.T, newStore NewStore) {
 	s := e.build(1, baseInventory().withSensors("sensor", 150, "m"))
 	msgs := messagesOf(t, s)
 	for _, m := range []message{msgs[2], msgs[0], msgs[4]} {
-		res := parallel(8, func(int) received {
+		res := suite.Parallel(8, func(int) received {
 			rc, err := e.send(m)
 			return received{rc, err}
 		})
@@ -164,7 +145,7 @@ func testReceiveAll(t *testing.T, newStore NewStore) {
 		rcs  []received
 		outs []finalized
 	}
-	res := parallel(workers, func(w int) result {
+	res := suite.Parallel(workers, func(w int) result {
 		var r result
 		for i := w; i < len(work); i += workers {
 			rc, err := e.send(work[i])
@@ -218,7 +199,7 @@ func testVessels(t *testing.T, newStore NewStore) {
 			msgs[v] = append(msgs[v], messagesOf(t, s))
 		}
 	}
-	errs := parallel(vessels, func(v int) []error {
+	errs := suite.Parallel(vessels, func(v int) []error {
 		var errs []error
 		for i, s := range snaps[v] {
 			for _, m := range msgs[v][i] {

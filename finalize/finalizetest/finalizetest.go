@@ -21,7 +21,6 @@ package finalizetest
 import (
 	"context"
 	"os"
-	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -30,6 +29,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/yachtmemory/sourcecatalog/envelope"
 	"github.com/yachtmemory/sourcecatalog/finalize"
+	"github.com/yachtmemory/sourcecatalog/internal/suite"
 )
 
 // NewStore returns a fresh, empty store. Run calls it once per subtest and
@@ -42,45 +42,19 @@ type NewStore = func(t *testing.T) finalize.Store
 func Run(t *testing.T, newStore NewStore) { RunGroups(t, newStore) }
 
 // Groups names the groups of subtests Run runs, in order.
-func Groups() []string {
-	names := make([]string, len(groups))
-	for i, g := range groups {
-		names[i] = g.name
-	}
-	return names
-}
+func Groups() []string { return suite.Names(groups) }
 
 // RunGroups runs only the named groups of the suite (all of them when none
 // is named), for stores where the whole suite is costly to repeat, such as
 // a cluster running the concurrency and crash groups. An unknown name fails
 // the test.
 func RunGroups(t *testing.T, newStore NewStore, names ...string) {
-	for _, name := range names {
-		if !slices.Contains(Groups(), name) {
-			t.Fatalf("finalizetest: no group %q; groups are %v", name, Groups())
-		}
-	}
-	for _, g := range groups {
-		if len(names) > 0 && !slices.Contains(names, g.name) {
-			continue
-		}
-		t.Run(g.name, func(t *testing.T) {
-			for _, c := range g.cases {
-				t.Run(c.name, func(t *testing.T) { c.run(t, newStore) })
-			}
-		})
-	}
+	suite.Run(t, "finalizetest", groups, newStore, names...)
 }
 
-type testCase struct {
-	name string
-	run  func(t *testing.T, newStore NewStore)
-}
+type testCase = suite.Case[NewStore]
 
-var groups = []struct {
-	name  string
-	cases []testCase
-}{
+var groups = []suite.Group[NewStore]{
 	{"Store", storeCases},
 	{"Receive", receiveCases},
 	{"Admission", admissionCases},

@@ -4,11 +4,11 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+	"github.com/yachtmemory/sourcecatalog/internal/suite"
 	"github.com/yachtmemory/sourcecatalog/outbox"
 )
 
@@ -17,25 +17,6 @@ var concurrencyCases = []testCase{
 	{"RetriesOfOneCycle", testConcurrentRetries},
 	{"Vessels", testConcurrentVessels},
 	{"PublisherSeesWholeSnapshots", testPublishWhileCommitting},
-}
-
-// parallel runs n functions at once, released together, and returns their
-// results in order.
-func parallel[T any](n int, fn func(i int) T) []T {
-	out := make([]T, n)
-	var start, done sync.WaitGroup
-	start.Add(1)
-	for i := range n {
-		done.Add(1)
-		go func() {
-			defer done.Done()
-			start.Wait()
-			out[i] = fn(i)
-		}()
-	}
-	start.Done()
-	done.Wait()
-	return out
 }
 
 type committed struct {
@@ -53,7 +34,7 @@ func testConcurrentCycles(t *testing.T, newStore NewStore) {
 		cycles[i] = e.cycle(inv(fmt.Sprintf("c%d", i), 1+i*23))
 	}
 	w := outbox.NewWriter(e.store)
-	res := parallel(n, func(i int) committed {
+	res := suite.Parallel(n, func(i int) committed {
 		com, err := w.Commit(e.ctx, cycles[i])
 		return committed{com, err}
 	})
@@ -80,7 +61,7 @@ func testConcurrentRetries(t *testing.T, newStore NewStore) {
 	e := newEnv(t, newStore)
 	c := e.cycle(inv("a", 60))
 	w := outbox.NewWriter(e.store)
-	res := parallel(8, func(int) committed {
+	res := suite.Parallel(8, func(int) committed {
 		com, err := w.Commit(e.ctx, c)
 		return committed{com, err}
 	})
@@ -113,7 +94,7 @@ func testConcurrentVessels(t *testing.T, newStore NewStore) {
 		}
 	}
 	w := outbox.NewWriter(store)
-	res := parallel(len(cycles), func(i int) committed {
+	res := suite.Parallel(len(cycles), func(i int) committed {
 		com, err := w.Commit(envs[0].ctx, cycles[i])
 		return committed{com, err}
 	})

@@ -25,6 +25,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+	"github.com/yachtmemory/sourcecatalog/internal/suite"
 	"github.com/yachtmemory/sourcecatalog/outbox"
 )
 
@@ -35,25 +36,11 @@ type NewStore = func(t *testing.T) outbox.Store
 
 // Run runs the conformance suite against the stores newStore makes. The
 // suite passes under the race detector for a correct Store.
-func Run(t *testing.T, newStore NewStore) {
-	for _, g := range groups {
-		t.Run(g.name, func(t *testing.T) {
-			for _, c := range g.cases {
-				t.Run(c.name, func(t *testing.T) { c.run(t, newStore) })
-			}
-		})
-	}
-}
+func Run(t *testing.T, newStore NewStore) { suite.Run(t, "outboxtest", groups, newStore) }
 
-type testCase struct {
-	name string
-	run  func(t *testing.T, newStore NewStore)
-}
+type testCase = suite.Case[NewStore]
 
-var groups = []struct {
-	name  string
-	cases []testCase
-}{
+var groups = []suite.Group[NewStore]{
 	{"Store", storeCases},
 	{"Writer", writerCases},
 	{"Crash", crashCases},
