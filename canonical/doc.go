@@ -8,6 +8,9 @@
 // minimal escaping. [Parse] returns the same input as a [Value] tree whose
 // AppendCanonical method writes those bytes. The Append functions encode the
 // module's own typed values directly, without a detour through encoding/json.
+// [IsCanonical] and [Span] recognise text that is canonical already, as
+// every message this module writes is, in one pass and without building a
+// Value; decoders use them to skip the tree in that common case.
 //
 // # Strictness
 //

@@ -1,6 +1,11 @@
 package catalog
 
 import (
+	"bytes"
+	"slices"
+	"unicode/utf8"
+	"unsafe"
+
 	"github.com/yachtmemory/sourcecatalog"
 	"github.com/yachtmemory/sourcecatalog/canonical"
 )
@@ -8,6 +13,15 @@ import (
 // Decode parses one record from JSON text. Member order and whitespace are
 // free; the record keeps its canonical bytes.
 func Decode(raw []byte) (*Record, error) {
+	// The common case, text that is canonical already, needs no Value tree.
+	var r Record
+	if end, ok := decodeCanonical(raw, 0, &r, nil); ok && end == len(raw) {
+		r.canon = bytes.Clone(raw)
+		if r.meta != nil {
+			r.meta = r.canon[r.metaSpan[0]:r.metaSpan[1]:r.metaSpan[1]]
+		}
+		return &r, nil
+	}
 	v, err := canonical.Parse(raw)
 	if err != nil {
 		return nil, sourcecatalog.Wrap(sourcecatalog.ErrMalformedJSON, err)
@@ -18,6 +32,13 @@ func Decode(raw []byte) (*Record, error) {
 // DecodeList parses a JSON array of records, in any order. Errors carry the
 // index of the offending record in the array.
 func DecodeList(raw []byte) ([]*Record, error) {
+	if len(raw) > 0 && raw[0] == '[' {
+		// The common case, text that is canonical already: one copy of it
+		// holds the canonical bytes of every record.
+		if out, ok := decodeCanonicalList(bytes.Clone(raw)); ok {
+			return out, nil
+		}
+	}
 	v, err := canonical.Parse(raw)
 	if err != nil {
 		return nil, sourcecatalog.Wrap(sourcecatalog.ErrMalformedJSON, err)
@@ -223,4 +244,257 @@ func article(k Kind) string {
 		return "an observation"
 	}
 	return "a " + k.String()
+}
+
+// DecodeCanonicalList decodes a JSON array of records that is written
+// exactly in canonical form, such as the records array of a chunk this
+// module built, without building a Value tree and without copying the
+// records' bytes: their canonical bytes are sub-slices of b, which the
+// caller must not modify afterwards.
+//
+// It reports ok false, and decodes nothing, when b is not such an array or
+// DecodeList would refuse it; the caller then uses DecodeList, which reports
+// the problem. It is conservative: it also reports false for a few valid
+// canonical arrays, those with an escape in a record's strings or meta
+// member names. When ok, the records equal those DecodeList(b) returns.
+func DecodeCanonicalList(b []byte) (records []*Record, ok bool) {
+	return decodeCanonicalList(b)
+}
+
+func decodeCanonicalList(b []byte) ([]*Record, bool) {
+	if len(b) < 2 || b[0] != '[' {
+		return nil, false
+	}
+	if len(b) == 2 && b[1] == ']' {
+		return []*Record{}, true
+	}
+	var (
+		ptrs  [128]*Record
+		out   = ptrs[:0]
+		block []Record
+		text  textArena
+	)
+	for i := 1; ; {
+		// Strings take a fraction of the text: size text blocks by what is
+		// left of it.
+		text.size = (len(b)-i)/4 + 64
+		if len(block) == cap(block) {
+			// Allocate records for the rest of b at the mean size so far.
+			mean := 192
+			if len(out) > 0 {
+				mean = max(1, (i-1)/len(out))
+			}
+			block = make([]Record, 0, min((len(b)-i)/mean+1, 256))
+		}
+		block = block[:len(block)+1]
+		r := &block[len(block)-1]
+		end, ok := decodeCanonical(b, i, r, &text)
+		if !ok || end >= len(b) {
+			return nil, false
+		}
+		out = append(out, r)
+		switch b[end] {
+		case ',':
+			i = end + 1
+		case ']':
+			if end+1 != len(b) {
+				return nil, false
+			}
+			return slices.Clone(out), true
+		default:
+			return nil, false
+		}
+	}
+}
+
+// A textArena holds the text of the strings of decoded records, a block at
+// a time, so that each string costs no allocation of its own. Bytes once
+// handed out as a string are never written again.
+type textArena struct {
+	buf  []byte
+	size int // of the next block
+}
+
+// string returns s as a string; a nil arena copies it on its own.
+func (a *textArena) string(s []byte) string {
+	if a == nil || len(s) == 0 {
+		return string(s)
+	}
+	if cap(a.buf)-len(a.buf) < len(s) {
+		a.buf = make([]byte, 0, max(len(s), min(a.size, 4096)))
+	}
+	start := len(a.buf)
+	a.buf = append(a.buf, s...)
+	return unsafe.String(&a.buf[start], len(s))
+}
+
+// decodeCanonical decodes into r, a zero Record, the record that starts at
+// b[i], when it is written exactly in canonical form and breaks no rule, and
+// returns the offset after it. r's canonical bytes are then a sub-slice of b,
+// and its strings are kept in text (copied on their own when text is nil).
+// It reports false, leaving r in an unspecified state, for anything else,
+// and for canonical records with an escape in a string member or in a meta
+// member name; FromValue then decides, and reports the problem.
+//
+// Every rule FromValue applies is applied here too: the members each kind
+// allows and requires, their JSON types, the meta object and its depth, and
+// Record.validate for the values. So is every rule canonical.Parse applies,
+// as the text must be canonical: the strings read here need no escape and
+// are valid UTF-8, and canonical.Span checks meta.
+//
+// Canonical members come in a fixed order, by name: kind, label, meta, path,
+// source_ref, type, unit, value_type.
+func decodeCanonical(b []byte, i int, r *Record, text *textArena) (end int, ok bool) {
+	start := i
+	if i, ok = skip(b, i, `{"kind":"`); !ok {
+		return 0, false
+	}
+	for k := KindPath; k <= KindObservation; k++ {
+		if j, ok := skip(b, i, kindNames[k]); ok && j < len(b) && b[j] == '"' {
+			r.kind, i = k, j+1
+			break
+		}
+	}
+	meta := [2]int{-1, -1}
+	switch r.kind {
+	case KindPath:
+		if i, ok = optionalMeta(b, i, &meta); !ok {
+			return 0, false
+		}
+		if i, ok = skip(b, i, `,"path":`); !ok {
+			return 0, false
+		}
+		if r.path, i, ok = plainString(b, i, text); !ok {
+			return 0, false
+		}
+		if j, ok := skip(b, i, `,"unit":`); ok {
+			if k, ok := skip(b, j, "null"); ok {
+				r.unit, i = NoUnit(), k
+			} else {
+				var s string
+				if s, i, ok = plainString(b, j, text); !ok {
+					return 0, false
+				}
+				r.unit = UnitOf(s)
+			}
+		}
+	case KindSource:
+		if j, ok := skip(b, i, `,"label":`); ok {
+			var s string
+			if s, i, ok = plainString(b, j, text); !ok {
+				return 0, false
+			}
+			r.label = &s
+		}
+		if i, ok = optionalMeta(b, i, &meta); !ok {
+			return 0, false
+		}
+		if i, ok = skip(b, i, `,"source_ref":`); !ok {
+			return 0, false
+		}
+		if r.sourceRef, i, ok = plainString(b, i, text); !ok {
+			return 0, false
+		}
+		if j, ok := skip(b, i, `,"type":`); ok {
+			var s string
+			if s, i, ok = plainString(b, j, text); !ok {
+				return 0, false
+			}
+			r.typ = &s
+		}
+	case KindObservation:
+		if i, ok = skip(b, i, `,"path":`); !ok {
+			return 0, false
+		}
+		if r.path, i, ok = plainString(b, i, text); !ok {
+			return 0, false
+		}
+		if i, ok = skip(b, i, `,"source_ref":`); !ok {
+			return 0, false
+		}
+		if r.sourceRef, i, ok = plainString(b, i, text); !ok {
+			return 0, false
+		}
+		if i, ok = skip(b, i, `,"value_type":"`); !ok {
+			return 0, false
+		}
+		r.valueType = 0
+		for t := Number; t <= Unknown; t++ {
+			if j, ok := skip(b, i, valueTypeNames[t]); ok && j < len(b) && b[j] == '"' {
+				r.valueType, i = t, j+1
+				break
+			}
+		}
+		if r.valueType == 0 {
+			return 0, false
+		}
+	default:
+		return 0, false
+	}
+	if i >= len(b) || b[i] != '}' {
+		return 0, false
+	}
+	i++
+	if r.validate() != nil {
+		return 0, false
+	}
+	r.canon = b[start:i:i]
+	if meta[0] >= 0 {
+		r.metaSpan = [2]int{meta[0] - start, meta[1] - start}
+		r.meta = r.canon[r.metaSpan[0]:r.metaSpan[1]:r.metaSpan[1]]
+	}
+	return i, true
+}
+
+// skip returns the offset after s when b continues with s at i.
+func skip(b []byte, i int, s string) (int, bool) {
+	if len(b)-i < len(s) || string(b[i:i+len(s)]) != s {
+		return 0, false
+	}
+	return i + len(s), true
+}
+
+// optionalMeta reads a meta member at i, if there is one, and stores the
+// span of its value.
+func optionalMeta(b []byte, i int, span *[2]int) (int, bool) {
+	j, ok := skip(b, i, `,"meta":`)
+	if !ok {
+		return i, true
+	}
+	if j >= len(b) || b[j] != '{' {
+		return 0, false
+	}
+	n, depth, ok := canonical.Span(b[j:])
+	// As in checkMeta: the meta object sits one level down in its record.
+	if !ok || 1+depth > MaxRecordDepth {
+		return 0, false
+	}
+	*span = [2]int{j, j + n}
+	return j + n, true
+}
+
+// plainString reads the string at i when it needs no escape: valid UTF-8
+// without control characters, quotation marks and reverse solidi. It returns
+// its text, kept in text, and the offset after it.
+func plainString(b []byte, i int, text *textArena) (string, int, bool) {
+	if i >= len(b) || b[i] != '"' {
+		return "", 0, false
+	}
+	start := i + 1
+	ascii := true
+	for i = start; i < len(b); i++ {
+		switch c := b[i]; {
+		case c == '"':
+			s := b[start:i]
+			if !ascii && !utf8.Valid(s) {
+				return "", 0, false
+			}
+			return text.string(s), i + 1, true
+		case c == '\\' || c < 0x20:
+			return "", 0, false
+		case c >= utf8.RuneSelf:
+			ascii = false
+		}
+	}
+	return "", 0, false
 }

@@ -1,6 +1,7 @@
 package envelope
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"hash"
 	"strconv"
@@ -165,6 +166,14 @@ var chunkFields = []string{"chunk_index", "payload_sha256", "protocol", "records
 // payload_sha256 that does not match the canonical body (ErrHashMismatch).
 // Errors found after chunk_index was read carry it.
 func DecodeChunk(raw []byte) (*Chunk, error) {
+	if c, ok := decodeCanonicalChunk(raw); ok {
+		return c, nil
+	}
+	return decodeChunk(raw)
+}
+
+// decodeChunk is DecodeChunk through a Value tree, for any input.
+func decodeChunk(raw []byte) (*Chunk, error) {
 	v, err := parseMessage(raw)
 	if err != nil {
 		return nil, err
@@ -241,4 +250,135 @@ func DecodeChunk(raw []byte) (*Chunk, error) {
 		return nil, located(sourcecatalog.Errorf(sourcecatalog.ErrHashMismatch, "payload_sha256 does not match the canonical body").AtField("payload_sha256"))
 	}
 	return c, nil
+}
+
+// decodeCanonicalChunk decodes raw when it is a valid chunk written exactly
+// in canonical form, as Build writes chunks: the common case, decoded from
+// the bytes without a Value tree. The chunk keeps one copy of raw as its
+// canonical bytes, and its records sub-slices of that copy. It reports false
+// for anything else, and for the few canonical chunks with escapes in their
+// records' strings or meta member names; decodeChunk then decides, and
+// reports the problem.
+//
+// The canonical member order is fixed: chunk_index, payload_sha256,
+// protocol, records, revision, snapshot_id, vessel_id. Everything around the
+// records array is read here, from the front up to the array and from the
+// back down to it; catalog.DecodeCanonicalList checks the array. A chunk so
+// accepted is exactly its own canonical form and passes every check of
+// decodeChunk, which would return an equal Chunk with the same bytes.
+func decodeCanonicalChunk(raw []byte) (*Chunk, bool) {
+	const (
+		head    = `{"chunk_index":`
+		hash    = `,"payload_sha256":"`
+		mid     = `","protocol":"` + sourcecatalog.Protocol + `","records":`
+		rev     = `],"revision":`
+		snap    = `,"snapshot_id":"`
+		vess    = `","vessel_id":"`
+		end     = `"}`
+		uuidLen = 36
+	)
+	if len(raw) > MaxMessageSize || len(raw) < len(head)+1+len(hash)+2*sha256.Size+len(mid)+1+len(rev)+1+len(snap)+len(vess)+len(end)+2*uuidLen {
+		return nil, false
+	}
+
+	// From the front: chunk_index, payload_sha256, protocol.
+	if string(raw[:len(head)]) != head {
+		return nil, false
+	}
+	i := len(head)
+	index, i, ok := canonicalUint(raw, i, 3)
+	if !ok || index > sourcecatalog.MaxChunks-1 {
+		return nil, false
+	}
+	if !hasAt(raw, i, hash) {
+		return nil, false
+	}
+	i += len(hash)
+	if len(raw)-i < 2*sha256.Size {
+		return nil, false
+	}
+	payload, err := canonical.ParseDigest(string(raw[i : i+2*sha256.Size]))
+	if err != nil {
+		return nil, false
+	}
+	i += 2 * sha256.Size
+	if !hasAt(raw, i, mid) {
+		return nil, false
+	}
+	open := i + len(mid) // the records array's '['
+
+	// From the back: vessel_id, snapshot_id, revision.
+	k := len(raw) - len(end)
+	if string(raw[k:]) != end {
+		return nil, false
+	}
+	k -= uuidLen
+	vessel, err := ParseUUID(string(raw[k : k+uuidLen]))
+	if err != nil {
+		return nil, false
+	}
+	k -= len(vess)
+	if !hasAt(raw, k, vess) {
+		return nil, false
+	}
+	k -= uuidLen
+	snapshot, err := ParseUUID(string(raw[k : k+uuidLen]))
+	if err != nil || checkSnapshotID(snapshot) != nil {
+		return nil, false
+	}
+	k -= len(snap)
+	if k < open || !hasAt(raw, k, snap) {
+		return nil, false
+	}
+	digits := k
+	for digits > open && raw[digits-1] >= '0' && raw[digits-1] <= '9' {
+		digits--
+	}
+	revision, j, ok := canonicalUint(raw, digits, 16)
+	if !ok || j != k || revision < 1 || revision > sourcecatalog.MaxRevision {
+		return nil, false
+	}
+	closing := digits - len(rev) // the records array's ']'
+	if closing <= open || !hasAt(raw, closing, rev) {
+		return nil, false
+	}
+
+	// The records between, kept in the copy.
+	canon := bytes.Clone(raw)
+	records, ok := catalog.DecodeCanonicalList(canon[open : closing+1])
+	if !ok || len(records) > sourcecatalog.MaxRecordsPerChunk || bodyLen(records) > sourcecatalog.MaxChunkBody {
+		return nil, false
+	}
+	c := &Chunk{
+		vesselID: vessel, snapshotID: snapshot, revision: int64(revision), index: int(index),
+		records: records, canon: canon, recStart: open + 1, recEnd: closing,
+	}
+	d := sha256.New()
+	c.writeBody(d)
+	d.Sum(c.payload[:0])
+	if c.payload != payload {
+		return nil, false
+	}
+	return c, true
+}
+
+func hasAt(b []byte, i int, s string) bool {
+	return i >= 0 && len(b)-i >= len(s) && string(b[i:i+len(s)]) == s
+}
+
+// canonicalUint reads the canonical text of a non-negative integer of at
+// most maxDigits digits at b[i:], and returns it and the offset after it.
+func canonicalUint(b []byte, i, maxDigits int) (n uint64, end int, ok bool) {
+	start := i
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		if i-start == maxDigits {
+			return 0, 0, false
+		}
+		n = n*10 + uint64(b[i]-'0')
+		i++
+	}
+	if i == start || b[start] == '0' && i > start+1 {
+		return 0, 0, false
+	}
+	return n, i, true
 }
