@@ -193,3 +193,34 @@ var scaledDevices = []scaledDevice{
 		{"sensorType", null, `"GNSS"`, `{"description":"The type of sensor $"}`},
 	}},
 }
+
+// WithChangedUnits returns a copy of records in which n path records, spread
+// evenly over the catalog, have their unit replaced by "changed" — a new
+// revision with a known fraction of changed records, for the activation
+// benchmarks. It panics when records hold fewer than n paths.
+func WithChangedUnits(records []*catalog.Record, n int) []*catalog.Record {
+	out := append([]*catalog.Record(nil), records...)
+	paths := 0
+	for _, r := range out {
+		if r.Kind() == catalog.KindPath {
+			paths++
+		}
+	}
+	if n <= 0 || paths < n {
+		panic("examples: WithChangedUnits needs at least n paths")
+	}
+	changed, seen := 0, 0
+	for i, r := range out {
+		p, ok := r.AsPath()
+		if !ok {
+			continue
+		}
+		if seen++; seen%(paths/n) != 0 || changed == n {
+			continue
+		}
+		p.Unit = catalog.UnitOf("changed")
+		out[i] = must(catalog.NewPath(p))
+		changed++
+	}
+	return out
+}

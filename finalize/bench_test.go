@@ -99,36 +99,6 @@ func activation(b *testing.B, store finalize.Store, vessel uuid.UUID, snap *enve
 	return nsPerOp(n, run)
 }
 
-// changeOnePercent returns records with the unit of one path in a hundred
-// changed, spread over the whole catalog.
-func changeOnePercent(b *testing.B, records []*catalog.Record) []*catalog.Record {
-	out := append([]*catalog.Record(nil), records...)
-	want, paths := len(records)/100, 0
-	for _, r := range out {
-		if r.Kind() == catalog.KindPath {
-			paths++
-		}
-	}
-	changed, seen := 0, 0
-	for i, r := range out {
-		p, ok := r.AsPath()
-		if !ok {
-			continue
-		}
-		if seen++; seen%(paths/want) != 0 || changed == want {
-			continue
-		}
-		p.Unit = catalog.UnitOf("changed")
-		nr, err := catalog.NewPath(p)
-		if err != nil {
-			b.Fatal(err)
-		}
-		out[i] = nr
-		changed++
-	}
-	return out
-}
-
 func BenchmarkB4bActivation(b *testing.B) {
 	ctx := context.Background()
 	records := examples.Scaled(25600)
@@ -148,7 +118,7 @@ func BenchmarkB4bActivation(b *testing.B) {
 		b.Fatal(out.Status, err)
 	}
 	identical := benchSnapshot(b, 2, records)
-	changed := benchSnapshot(b, 2, changeOnePercent(b, records))
+	changed := benchSnapshot(b, 2, examples.WithChangedUnits(records, len(records)/100))
 	empty := uuid.New() // a vessel with nothing active: a first activation
 
 	firstIndex := finalize.IndexOf(first)

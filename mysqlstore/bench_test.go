@@ -136,7 +136,7 @@ func BenchmarkB5Activation(b *testing.B) {
 		first += activateTimed(b, db, s1)
 		floor += floorTimed(b, db, s1)
 		identical += activateTimed(b, db, scaledSnapshot(b, vessel, 2, max))
-		changed += activateTimed(b, db, scaledSnapshot(b, vessel, 3, changeOnePercent(b, max)))
+		changed += activateTimed(b, db, scaledSnapshot(b, vessel, 3, examples.WithChangedUnits(max, len(max)/100)))
 		tenth += activateTimed(b, db, scaledSnapshot(b, uuid.New(), 1, small))
 	}
 	n := float64(b.N)
@@ -146,40 +146,4 @@ func BenchmarkB5Activation(b *testing.B) {
 	b.ReportMetric(float64(first)/float64(tenth), "growth")
 	b.ReportMetric(float64(identical)/float64(first), "identical_x_first")
 	b.ReportMetric(float64(changed)/float64(first), "changed1pct_x_first")
-}
-
-// changeOnePercent returns records with the unit of one path in a hundred
-// changed, spread over the whole catalog.
-func changeOnePercent(b *testing.B, records []*catalog.Record) []*catalog.Record {
-	out := make([]*catalog.Record, len(records))
-	copy(out, records)
-	want, paths := len(records)/100, 0
-	for _, r := range out {
-		if r.Kind() == catalog.KindPath {
-			paths++
-		}
-	}
-	step := paths / want
-	changed, seen := 0, 0
-	for i, r := range out {
-		p, ok := r.AsPath()
-		if !ok {
-			continue
-		}
-		seen++
-		if seen%step != 0 || changed == want {
-			continue
-		}
-		p.Unit = catalog.UnitOf("changed")
-		nr, err := catalog.NewPath(p)
-		if err != nil {
-			b.Fatal(err)
-		}
-		out[i] = nr
-		changed++
-	}
-	if changed < want {
-		b.Fatalf("changed only %d records", changed)
-	}
-	return out
 }
