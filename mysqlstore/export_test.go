@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"strings"
+	"sync/atomic"
 
 	"github.com/yachtmemory/sourcecatalog/catalog"
 	"github.com/yachtmemory/sourcecatalog/finalize"
@@ -51,3 +52,28 @@ func FloorInsert(ctx context.Context, tx *sql.Tx, suffix string, items []finaliz
 func InventoryTables() []string {
 	return []string{kindTables[catalog.KindPath].table, kindTables[catalog.KindSource].table, kindTables[catalog.KindObservation].table}
 }
+
+// Points of a transaction where EndTransactions ends it.
+const (
+	AfterLock  = hookLocked  // right after the vessel lock
+	AfterCheck = hookChecked // after the pre-COMMIT check, before COMMIT
+)
+
+// EndTransactions makes the next n transactions of s end on the server at
+// point without the callback knowing: what a Galera node does to a local
+// transaction that a replicated one aborts while its statement is
+// finishing.
+func EndTransactions(s *Store, point hookPoint, n int) {
+	var left atomic.Int64
+	left.Store(int64(n))
+	s.hook = func(ctx context.Context, at hookPoint, q querier) {
+		if at == point && left.Add(-1) >= 0 {
+			if _, err := q.ExecContext(ctx, "ROLLBACK"); err != nil {
+				panic(err)
+			}
+		}
+	}
+}
+
+// EndOutboxTransactions is EndTransactions for an Outbox.
+func EndOutboxTransactions(o *Outbox, point hookPoint, n int) { EndTransactions(o.s, point, n) }

@@ -150,13 +150,37 @@ func TestGaleraConformance(t *testing.T) {
 	logRetries(t)
 }
 
-func TestGaleraCausalReadsDetected(t *testing.T) {
+// TestGaleraCausalReads holds node 2's applier back and finalizes through
+// node 2 a snapshot staged through node 1: the transaction waits until
+// node 2 has applied the staging, and activates on its first attempt.
+func TestGaleraCausalReads(t *testing.T) {
 	c := galeraSchema(t)
-	var syncWait int
-	err := galeraStore(c.nodes[1]).WithVessel(context.Background(), uuid.New(), func(finalize.Tx) error { return nil })
+	ctx := context.Background()
+	vessel := uuid.New()
+	snap := build(t, vessel, 1, catalogOf(t, 60, catalog.UnitOf("m"), "propulsion.port"))
+
+	// While a session of node 2 holds this read lock, node 2 cannot apply
+	// the chunk receipts.
+	lock, err := c.nodes[1].Conn(ctx)
 	require.NoError(t, err)
-	require.NoError(t, c.nodes[1].QueryRow("SELECT @@global.wsrep_on").Scan(&syncWait))
-	assert.Equal(t, 1, syncWait, "the cluster runs wsrep")
+	defer lock.Close()
+	_, err = lock.ExecContext(ctx, "FLUSH TABLES signalk_catalog_chunks_v2 WITH READ LOCK")
+	require.NoError(t, err)
+	deliver(t, finalize.NewReceiver(galeraStore(c.nodes[0])), snap)
+	var unlocked atomic.Bool
+	go func() {
+		time.Sleep(time.Second)
+		unlocked.Store(true)
+		lock.ExecContext(ctx, "UNLOCK TABLES")
+	}()
+
+	retried := 0
+	lagging := mysqlstore.New(c.nodes[1], mysqlstore.WithRetryObserver(func(uint16) { retried++ }))
+	out, err := finalize.NewReceiver(lagging).Finalize(ctx, vessel, snap.Manifest.SnapshotID)
+	require.NoError(t, err)
+	assert.True(t, unlocked.Load(), "the finalize waited for node 2 to apply the staging")
+	assert.Equal(t, finalize.Activated, out.Status, "every chunk is seen")
+	assert.Zero(t, retried, "no attempt ran on stale reads")
 }
 
 func TestGaleraFinalizeThroughAllNodes(t *testing.T) {
@@ -201,30 +225,92 @@ func TestGaleraCompetingRevisions(t *testing.T) {
 	for round := range 4 {
 		vessel := uuid.New()
 		var snaps []*snapshotRef
+		var last []*catalog.Record
 		for rev := int64(1); rev <= 5; rev++ {
-			s := build(t, vessel, rev, catalogOf(t, 20+int(rev), catalog.UnitOf("m"), "navigation"))
-			deliver(t, finalize.NewReceiver(galeraStore(c.nodes[int(rev)%3])), s)
-			snaps = append(snaps, &snapshotRef{id: s.Manifest.SnapshotID, rev: rev})
+			// Each revision selects other paths, so an activation that
+			// missed a newer one leaves items it should have retired.
+			last = catalogOf(t, 20+int(rev), catalog.UnitOf("m"), "navigation.r"+strconv.FormatInt(rev, 10))
+			snap := build(t, vessel, rev, last)
+			deliver(t, finalize.NewReceiver(galeraStore(c.nodes[int(rev)%3])), snap)
+			snaps = append(snaps, &snapshotRef{id: snap.Manifest.SnapshotID, rev: rev})
 		}
 		rng := mathrand.New(mathrand.NewPCG(uint64(round), 42))
 		rng.Shuffle(len(snaps), func(i, j int) { snaps[i], snaps[j] = snaps[j], snaps[i] })
+		outs := make([]finalize.Outcome, len(snaps))
 		var wg sync.WaitGroup
 		for i, s := range snaps {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				_, err := finalize.NewReceiver(galeraStore(c.nodes[i%3])).Finalize(ctx, vessel, s.id)
+				var err error
+				outs[i], err = finalize.NewReceiver(galeraStore(c.nodes[i%3])).Finalize(ctx, vessel, s.id)
 				assert.NoError(t, err)
 			}()
 		}
 		wg.Wait()
-		for _, db := range c.nodes {
+		for i, s := range snaps {
+			want := finalize.Superseded
+			if s.rev == 5 {
+				want = finalize.Activated
+			}
+			if outs[i].Status != finalize.Activated {
+				assert.Equal(t, want, outs[i].Status, "round %d: revision %d through node %d", round, s.rev, i%3+1)
+			}
+		}
+		for n, db := range c.nodes {
 			cat, err := finalize.NewReceiver(galeraStore(db)).Active(ctx, vessel)
 			require.NoError(t, err)
-			assert.Equal(t, int64(5), cat.Revision, "round %d: the highest revision is active, read through every node", round)
+			assert.Equal(t, int64(5), cat.Revision, "round %d: the highest revision is active, read through node %d", round, n+1)
+			var current []string
+			for _, it := range cat.Items {
+				if it.CurrentlyObserved {
+					current = append(current, string(it.Record))
+				}
+			}
+			var want []string
+			for _, r := range last {
+				want = append(want, string(r.Canonical()))
+			}
+			assert.ElementsMatch(t, want, current, "round %d: the current items are revision 5's, read through node %d", round, n+1)
 		}
 	}
 	logRetries(t)
+}
+
+// TestGaleraTransactionLostBeforeCommit: a transaction the node ends during
+// the check before COMMIT would leave COMMIT committing an empty
+// transaction; the store finds out from the session's last written GTID,
+// reports nothing as done, and retries.
+func TestGaleraTransactionLostBeforeCommit(t *testing.T) {
+	c := galeraSchema(t)
+	ctx := context.Background()
+	vessel := uuid.New()
+	snap := build(t, vessel, 1, catalogOf(t, 30, catalog.UnitOf("m"), "tanks.fuel"))
+	deliver(t, finalize.NewReceiver(galeraStore(c.nodes[0])), snap)
+
+	always := mysqlstore.New(c.nodes[1], mysqlstore.WithRetries(2))
+	mysqlstore.EndTransactions(always, mysqlstore.AfterCheck, 3)
+	_, err := finalize.NewReceiver(always).Finalize(ctx, vessel, snap.Manifest.SnapshotID)
+	require.ErrorIs(t, err, sourcecatalog.ErrStoreUnavailable)
+	require.ErrorIs(t, err, mysqlstore.ErrTransactionLost)
+	for n, db := range c.nodes {
+		cat, err := finalize.NewReceiver(galeraStore(db)).Active(ctx, vessel)
+		require.NoError(t, err)
+		assert.Zero(t, cat.Revision, "nothing is active, read through node %d", n+1)
+	}
+
+	var retried []uint16
+	once := mysqlstore.New(c.nodes[1], mysqlstore.WithRetryObserver(func(n uint16) { retried = append(retried, n) }))
+	mysqlstore.EndTransactions(once, mysqlstore.AfterCheck, 1)
+	out, err := finalize.NewReceiver(once).Finalize(ctx, vessel, snap.Manifest.SnapshotID)
+	require.NoError(t, err)
+	assert.Equal(t, finalize.Activated, out.Status)
+	assert.Equal(t, []uint16{0}, retried, "one retry, for the lost transaction")
+	for n, db := range c.nodes {
+		cat, err := finalize.NewReceiver(galeraStore(db)).Active(ctx, vessel)
+		require.NoError(t, err)
+		assert.Equal(t, int64(1), cat.Revision, "read through node %d", n+1)
+	}
 }
 
 type snapshotRef struct {
@@ -385,7 +471,9 @@ func TestGaleraNodeNotReady(t *testing.T) {
 
 	done := make(chan error, 1)
 	go func() {
-		patient := mysqlstore.New(isolated, mysqlstore.WithRetryObserver(countRetry), mysqlstore.WithRetries(40))
+		// A rejoining node refuses causal reads until it is synced again,
+		// which can take ten seconds and more on a loaded machine.
+		patient := mysqlstore.New(isolated, mysqlstore.WithRetryObserver(countRetry), mysqlstore.WithRetries(120))
 		done <- patient.WithVessel(ctx, uuid.New(), func(finalize.Tx) error { return nil })
 	}()
 	time.Sleep(300 * time.Millisecond)

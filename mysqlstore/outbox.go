@@ -36,16 +36,20 @@ func NewOutbox(db *sql.DB, opts ...Option) *Outbox {
 // WithVessel implements outbox.Store.
 func (o *Outbox) WithVessel(ctx context.Context, vesselID uuid.UUID, fn func(outbox.Tx) error) error {
 	return o.s.retry(ctx, func() error {
-		return o.s.transact(ctx, func(sqlTx *sql.Tx) error {
-			t := &outboxTx{s: o.s, tx: sqlTx, id: vesselID, vessel: vesselID[:]}
+		return o.s.transact(ctx, outboxVesselsTable, vesselID[:], func(q querier) error {
+			t := &outboxTx{s: o.s, tx: q, id: vesselID, vessel: vesselID[:]}
 			defer func() { t.done = true }()
-			if err := t.lock(ctx); err != nil {
-				return err
+			err := q.QueryRowContext(ctx, `SELECT last_revision FROM `+outboxVesselsTable+` WHERE vessel_id = ?`, t.vessel).Scan(&t.last)
+			if err != nil {
+				return wrap("read outbox vessel", err)
 			}
 			return fn(t)
 		})
 	})
 }
+
+// outboxVesselsTable holds the rows that the outbox's transactions lock.
+const outboxVesselsTable = "signalk_catalog_outbox_vessels_v2"
 
 // outboxStatementBytes bounds the payload bytes of one multi-row INSERT,
 // well under any server's max_allowed_packet (4 MiB on MySQL 5.7).
@@ -55,7 +59,7 @@ const outboxStatementBytes = 1 << 20
 // outbox row lock.
 type outboxTx struct {
 	s      *Store
-	tx     *sql.Tx
+	tx     querier
 	id     uuid.UUID
 	vessel []byte
 	last   int64 // the last revision allocated, as of this transaction
@@ -66,16 +70,6 @@ func (t *outboxTx) check() {
 	if t.done {
 		panic("mysqlstore: outbox Tx used after its callback returned")
 	}
-}
-
-// lock takes the vessel's outbox row lock, creating the row first if
-// needed, and reads the last revision allocated.
-func (t *outboxTx) lock(ctx context.Context) error {
-	if err := bumpLock(ctx, t.tx, "signalk_catalog_outbox_vessels_v2", t.vessel); err != nil {
-		return wrap("lock outbox vessel", err)
-	}
-	err := t.tx.QueryRowContext(ctx, `SELECT last_revision FROM signalk_catalog_outbox_vessels_v2 WHERE vessel_id = ?`, t.vessel).Scan(&t.last)
-	return wrap("lock outbox vessel", err)
 }
 
 func (t *outboxTx) NextRevision(ctx context.Context) (int64, error) {

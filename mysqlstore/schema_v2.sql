@@ -19,7 +19,7 @@ CREATE TABLE IF NOT EXISTS signalk_catalog_vessels_v2 (
   active_revision      BIGINT      NOT NULL DEFAULT 0,
   active_discovered_at_ns BIGINT NULL,
   active_document_sha256 BINARY(32) NULL,
-  lock_version         BIGINT UNSIGNED NOT NULL DEFAULT 0,
+  lock_token           BIGINT      NOT NULL DEFAULT 0,
   updated_at           TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6) ON UPDATE CURRENT_TIMESTAMP(6),
   PRIMARY KEY (vessel_id)
 ) ENGINE=InnoDB;
@@ -108,14 +108,14 @@ CREATE TABLE IF NOT EXISTS signalk_catalog_observations_v2 (
 ) ENGINE=InnoDB;
 
 -- On board: the outbox of mysqlstore.Outbox (package outbox). One row per
--- vessel holds the last revision allocated; its row lock (SELECT … FOR
--- UPDATE) serialises the vessel's writers and publishers, and the counter
--- commits with the entries it numbered, so a revision whose transaction
--- committed is never handed out again.
+-- vessel holds the last revision allocated; its row lock (every
+-- transaction writes lock_token first) serialises the vessel's writers and
+-- publishers, and the counter commits with the entries it numbered, so a
+-- revision whose transaction committed is never handed out again.
 CREATE TABLE IF NOT EXISTS signalk_catalog_outbox_vessels_v2 (
   vessel_id     BINARY(16)   NOT NULL,
   last_revision BIGINT       NOT NULL DEFAULT 0,
-  lock_version  BIGINT UNSIGNED NOT NULL DEFAULT 0,
+  lock_token    BIGINT       NOT NULL DEFAULT 0,
   updated_at    TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6) ON UPDATE CURRENT_TIMESTAMP(6),
   PRIMARY KEY (vessel_id)
 ) ENGINE=InnoDB;

@@ -9,14 +9,26 @@
 // # Transactions
 //
 // Each WithVessel call, of Store as of Outbox, is one InnoDB transaction
-// at READ COMMITTED that first locks the vessel's row (SELECT … FOR
-// UPDATE), creating it when needed: that lock serialises every receiver (or
-// every outbox writer and publisher), in every process, working on the
-// vessel. A callback error rolls the transaction back; so does a crash
-// or a killed session, which the server rolls back. Deadlocks (1213) and
-// lock wait timeouts (1205) are retried by re-running the whole callback, a
-// bounded number of times; after that WithVessel returns an error wrapping
-// sourcecatalog.ErrStoreUnavailable.
+// at READ COMMITTED, with autocommit off, that first writes the vessel's row
+// (a random lock token), creating it when needed: that row lock serialises
+// every receiver (or every outbox writer and publisher), in every process,
+// working on the vessel. A callback error rolls the transaction back; so
+// does a crash or a killed session, which the server rolls back. Before
+// COMMIT the transaction reads its token back, so a transaction the server
+// ended without telling the client commits nothing (ErrTransactionLost).
+// Deadlocks (1213), lock wait timeouts (1205), Galera's node-not-ready
+// (1047) and lost transactions are retried by re-running the whole
+// callback, a bounded number of times; after that WithVessel returns an
+// error wrapping sourcecatalog.ErrStoreUnavailable.
+//
+// # Galera
+//
+// On a MariaDB Galera cluster (detected from @@wsrep_on) every transaction
+// starts with a causality wait, so it sees everything the cluster committed
+// before it, through any node. Two transactions of one vessel on different
+// nodes both write the vessel row, so the later one fails certification or
+// is aborted by the applier, and is re-run. MariaDB 10.6 or later is needed
+// (the schema's collation, SET STATEMENT).
 //
 // Activation writes the inventory with batched multi-row statements.
 package mysqlstore
@@ -24,6 +36,7 @@ package mysqlstore
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -44,7 +57,8 @@ type Store struct {
 	batch     int
 	retryable func(error) bool
 	onRetry   func(number uint16)
-	causal    causalMode
+	mode      galeraMode
+	hook      func(ctx context.Context, point hookPoint, q querier) // tests only
 	galera    struct {
 		mu      sync.Mutex
 		decided bool
@@ -52,12 +66,20 @@ type Store struct {
 	}
 }
 
-type causalMode uint8
+type galeraMode uint8
 
 const (
-	causalAuto causalMode = iota
-	causalOn
-	causalOff
+	galeraAuto galeraMode = iota
+	galeraOn
+	galeraOff
+)
+
+// hookPoint names where transact calls a test hook.
+type hookPoint uint8
+
+const (
+	hookLocked  hookPoint = iota // the vessel lock is taken
+	hookChecked                  // the transaction is checked, COMMIT is next
 )
 
 var _ finalize.Store = (*Store)(nil)
@@ -82,14 +104,16 @@ func WithRetryable(f func(error) bool) Option { return func(s *Store) { s.retrya
 // before each re-run of a transaction, for metrics.
 func WithRetryObserver(f func(number uint16)) Option { return func(s *Store) { s.onRetry = f } }
 
-// WithCausalReads forces causal reads on Galera (wsrep_sync_wait) on or off.
-// By default the Store asks the server once whether wsrep is on and uses
-// causal reads exactly then.
-func WithCausalReads(on bool) Option {
+// WithGalera forces the Store's Galera measures on or off: a causality
+// wait as each transaction starts (wsrep_sync_wait), and the check after
+// COMMIT that the transaction's write set was replicated (see transact). By
+// default the Store asks the server once whether wsrep is on and uses them
+// exactly then.
+func WithGalera(on bool) Option {
 	return func(s *Store) {
-		s.causal = causalOff
+		s.mode = galeraOff
 		if on {
-			s.causal = causalOn
+			s.mode = galeraOn
 		}
 	}
 }
@@ -114,13 +138,14 @@ const (
 // IsRetryable reports whether err, or an error it wraps, asks for the
 // transaction to be run again: a deadlock (1213, which Galera also reports
 // when a transaction loses certification at COMMIT), a lock wait timeout
-// (1205), or a Galera node not yet ready for application use (1047). It
-// recognises any driver error type with an unsigned integer field named
+// (1205), a Galera node not yet ready for application use (1047), or
+// ErrTransactionLost. It recognises any driver error type with an unsigned integer field named
 // Number, as github.com/go-sql-driver/mysql's *MySQLError has, without
 // importing the driver.
 func IsRetryable(err error) bool {
 	n, ok := ErrorNumber(err)
-	return ok && (n == errDeadlock || n == errLockWaitTimeout || n == errWsrepNotReady)
+	return ok && (n == errDeadlock || n == errLockWaitTimeout || n == errWsrepNotReady) ||
+		errors.Is(err, ErrTransactionLost)
 }
 
 // ErrorNumber returns the server error number carried by err or an error it
@@ -152,10 +177,10 @@ func ErrorNumber(err error) (uint16, bool) {
 // WithVessel implements finalize.Store.
 func (s *Store) WithVessel(ctx context.Context, vesselID uuid.UUID, fn func(finalize.Tx) error) error {
 	return s.retry(ctx, func() error {
-		return s.transact(ctx, func(sqlTx *sql.Tx) error {
-			t := &tx{s: s, tx: sqlTx, vessel: vesselID[:]}
+		return s.transact(ctx, vesselsTable, vesselID[:], func(q querier) error {
+			t := &tx{s: s, tx: q, vessel: vesselID[:]}
 			defer func() { t.done = true }()
-			if err := t.lockVessel(ctx); err != nil {
+			if err := t.readVessel(ctx); err != nil {
 				return err
 			}
 			return fn(t)
@@ -191,51 +216,181 @@ func (s *Store) retry(ctx context.Context, attempt func() error) error {
 	}
 }
 
-// transact runs body in one InnoDB transaction at READ COMMITTED and
-// commits it when body returns nil. Otherwise, or when body panics, it
-// rolls back and returns body's error unchanged. On Galera the transaction
-// reads causally (wsrep_sync_wait = 1): its first read waits until this
-// node has applied every transaction the cluster committed before it, so a
-// chunk staged through one node is seen by a finalize through another.
-// Writes need no such wait: certification orders them, and a write based
-// on a stale read fails at COMMIT with 1213, which re-runs the callback.
-func (s *Store) transact(ctx context.Context, body func(*sql.Tx) error) error {
+// querier runs the statements of one transaction (a *sql.Conn inside
+// transact).
+type querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// ErrTransactionLost reports that the server ended a transaction before
+// its COMMIT without telling the client, so that the statements after that
+// point ran outside it. A Galera node does this to a local transaction that
+// a replicated one aborts while the transaction's statement is finishing.
+// transact finds out, commits nothing of it, and the transaction is
+// retried like a deadlock (IsRetryable reports true).
+var ErrTransactionLost = errors.New("mysqlstore: the server ended the transaction before COMMIT")
+
+// transact runs body in one InnoDB transaction at READ COMMITTED that holds
+// the write lock on the vessel's row of table (creating the row when
+// needed), and commits it when body returns nil. Otherwise, or when body
+// panics, nothing body wrote is committed, and body's error is returned
+// unchanged unless the transaction was lost (below), when it is reported
+// under ErrTransactionLost.
+//
+// The transaction runs with autocommit off and takes the lock by writing a
+// random token into the vessel row; before COMMIT it reads the token back.
+// A server that silently ended the transaction has rolled the token back,
+// so the check fails, the statements that ran after the loss (held in a new
+// implicit transaction, since autocommit is off) are rolled back too, and
+// transact returns ErrTransactionLost. Were autocommit on, each of those
+// statements would have committed on its own, outside the vessel lock.
+//
+// On Galera two more measures apply. The transaction starts with a
+// causality wait (wsrep_sync_wait = 1 for START TRANSACTION; a wait set
+// inside a transaction is ignored): the node first applies everything the
+// cluster committed before, so a chunk staged through one node is seen by
+// a finalize through another. And a loss during the token check itself
+// would leave COMMIT committing an empty implicit transaction, so after
+// COMMIT the session's last written GTID must have moved on; if it has not,
+// nothing was committed and transact returns ErrTransactionLost. Writes
+// need no causality wait: of two transactions of a vessel on different
+// nodes, both write the vessel row, and the later one fails certification
+// or is aborted by the applier.
+//
+// The connection goes back to the pool in autocommit mode with no
+// transaction open, or is discarded.
+func (s *Store) transact(ctx context.Context, table string, vessel []byte, body func(querier) error) error {
 	// Decide before taking a connection: the first decision queries the
 	// server on a connection of its own.
-	causal := s.causalReads(ctx)
-	sqlTx, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	galera := s.isGalera(ctx)
+	begin, check := "START TRANSACTION", "SELECT lock_token, '' FROM "+table+" WHERE vessel_id = ?"
+	if galera {
+		begin = "SET STATEMENT wsrep_sync_wait = 1 FOR START TRANSACTION"
+		check = "SELECT lock_token, WSREP_LAST_WRITTEN_GTID() FROM " + table + " WHERE vessel_id = ?"
+	}
+	conn, err := s.db.Conn(ctx)
 	if err != nil {
-		return fmt.Errorf("mysqlstore: begin: %w", err)
+		return fmt.Errorf("mysqlstore: connect: %w", err)
 	}
-	if causal {
-		if _, err := sqlTx.ExecContext(ctx, "SET SESSION wsrep_sync_wait = 1"); err != nil {
-			sqlTx.Rollback()
-			return fmt.Errorf("mysqlstore: causal reads: %w", err)
-		}
-	}
-	committed := false
+	reusable := false
 	defer func() {
-		if !committed {
-			sqlTx.Rollback()
+		if !reusable {
+			// The server rolls back whatever is open when it closes.
+			conn.Raw(func(any) error { return driver.ErrBadConn })
 		}
+		conn.Close()
 	}()
-	if err := body(sqlTx); err != nil {
+	// end finishes the transaction with stmt (COMMIT or ROLLBACK) and
+	// restores autocommit; the connection is reusable only when both
+	// succeed. After a failed stmt the connection is discarded as it is:
+	// restoring autocommit would commit a transaction left open. COMMIT
+	// waits as long as ctx allows (on Galera it may wait for the applier);
+	// a ROLLBACK, which closing the connection can replace, runs even when
+	// ctx is done. end returns the error of stmt.
+	end := func(stmt string) error {
+		cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		run := cleanup
+		if stmt == "COMMIT" {
+			run = ctx
+		}
+		if _, err := conn.ExecContext(run, stmt); err != nil {
+			return err
+		}
+		_, err := conn.ExecContext(cleanup, "SET SESSION autocommit = 1")
+		reusable = err == nil
+		return nil
+	}
+	for _, stmt := range []string{"SET SESSION autocommit = 0", "SET TRANSACTION ISOLATION LEVEL READ COMMITTED", begin} {
+		if _, err := conn.ExecContext(ctx, stmt); err != nil {
+			end("ROLLBACK")
+			return fmt.Errorf("mysqlstore: begin: %w", err)
+		}
+	}
+	token := rand.Int64() | 1 // never the column's default, 0
+	if err := lockRow(ctx, conn, table, vessel, token); err != nil {
+		end("ROLLBACK")
+		return wrap("lock vessel", err)
+	}
+	s.runHook(ctx, hookLocked, conn)
+	// held reports whether the transaction is still the one that took the
+	// lock, and the GTID of the session's last write set before it.
+	var gtid string
+	held := func() error {
+		var got int64
+		err := conn.QueryRowContext(ctx, check, vessel).Scan(&got, &gtid)
+		if err == nil && got != token || errors.Is(err, sql.ErrNoRows) {
+			err = ErrTransactionLost // the token, or the row this transaction made, is gone
+		}
+		return wrap("check transaction", err)
+	}
+	if err := body(conn); err != nil {
+		// An error read from a lost transaction's leftovers means nothing:
+		// report the loss, which is retried.
+		if !s.retryable(err) && errors.Is(held(), ErrTransactionLost) {
+			err = fmt.Errorf("%w (the callback then failed: %w)", ErrTransactionLost, err)
+		}
+		end("ROLLBACK")
 		return err
 	}
-	if err := sqlTx.Commit(); err != nil {
+	if err := held(); err != nil {
+		end("ROLLBACK")
+		return err
+	}
+	s.runHook(ctx, hookChecked, conn)
+	if err := end("COMMIT"); err != nil {
 		return fmt.Errorf("mysqlstore: commit: %w", err)
 	}
-	committed = true
+	if galera {
+		var after string
+		if err := conn.QueryRowContext(ctx, "SELECT WSREP_LAST_WRITTEN_GTID()").Scan(&after); err != nil {
+			reusable = false
+			return wrap("check commit", err)
+		}
+		if after == gtid {
+			return wrap("check commit", ErrTransactionLost)
+		}
+	}
 	return nil
 }
 
-// causalReads reports whether transactions must set wsrep_sync_wait: as
+func (s *Store) runHook(ctx context.Context, point hookPoint, q querier) {
+	if s.hook != nil {
+		s.hook(ctx, point, q)
+	}
+}
+
+// lockRow write-locks the vessel's row in table, inserting it first when
+// it does not exist, and writes token into it. The lock is a write, not
+// SELECT … FOR UPDATE: on Galera a row lock is local to its node, but a
+// written row is in the transaction's write set, so two transactions of one
+// vessel on different nodes always conflict. (A token equal to the row's
+// previous one, a 2⁻⁶³ chance, changes no row and fails the call.)
+func lockRow(ctx context.Context, q querier, table string, vessel []byte, token int64) error {
+	for range 2 {
+		res, err := q.ExecContext(ctx, "UPDATE "+table+" SET lock_token = ? WHERE vessel_id = ?", token, vessel)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 1 {
+			return err
+		}
+		if _, err := q.ExecContext(ctx, "INSERT IGNORE INTO "+table+" (vessel_id) VALUES (?)", vessel); err != nil {
+			return err
+		}
+	}
+	return errors.New("the vessel row vanished while locking it")
+}
+
+// isGalera reports whether transactions take the Galera measures: as
 // configured, or, by default, whether the server runs wsrep.
-func (s *Store) causalReads(ctx context.Context) bool {
-	switch s.causal {
-	case causalOn:
+func (s *Store) isGalera(ctx context.Context) bool {
+	switch s.mode {
+	case galeraOn:
 		return true
-	case causalOff:
+	case galeraOff:
 		return false
 	}
 	s.galera.mu.Lock()

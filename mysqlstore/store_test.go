@@ -12,11 +12,13 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/yachtmemory/sourcecatalog"
 	"github.com/yachtmemory/sourcecatalog/catalog"
 	"github.com/yachtmemory/sourcecatalog/envelope"
 	"github.com/yachtmemory/sourcecatalog/finalize"
 	"github.com/yachtmemory/sourcecatalog/internal/dbtest"
 	"github.com/yachtmemory/sourcecatalog/mysqlstore"
+	"github.com/yachtmemory/sourcecatalog/outbox"
 )
 
 var t0 = time.Date(2026, 5, 1, 12, 0, 0, 123456789, time.UTC)
@@ -255,4 +257,62 @@ func TestV1TablesUntouched(t *testing.T) {
 	activate(t, r, build(t, vessel, 2, catalogOf(t, 40, catalog.NoUnit(), "navigation")))
 	require.NoError(t, r.Prune(context.Background(), vessel, 0))
 	assert.Equal(t, before, dumpV1(t, db), "v1 tables are byte-identical after a full cycle")
+}
+
+// TestLostTransactionCommitsNothing: when the server ends a transaction
+// behind the callback's back (as a Galera node does to a local transaction
+// a replicated one aborts), nothing that ran afterwards commits, and the
+// transaction is retried from the start.
+func TestLostTransactionCommitsNothing(t *testing.T) {
+	db := migrated(t)
+	db.SetMaxOpenConns(1) // every check below sees the connection the store used
+	ctx := context.Background()
+	vessel := uuid.New()
+	snap := build(t, vessel, 1, catalogOf(t, 40, catalog.UnitOf("m"), "environment.depth"))
+	deliver(t, finalize.NewReceiver(mysqlstore.New(db)), snap)
+	count := func(query string) int {
+		var n int
+		require.NoError(t, db.QueryRow(query).Scan(&n))
+		return n
+	}
+	requireCleanSession := func() {
+		var autocommit, inTx int
+		require.NoError(t, db.QueryRow("SELECT @@autocommit, @@in_transaction").Scan(&autocommit, &inTx))
+		require.Equal(t, 1, autocommit, "the pooled connection is back in autocommit mode")
+		require.Equal(t, 0, inTx, "with no transaction open")
+	}
+
+	always := mysqlstore.New(db, mysqlstore.WithRetries(2))
+	mysqlstore.EndTransactions(always, mysqlstore.AfterLock, 3)
+	_, err := finalize.NewReceiver(always).Finalize(ctx, vessel, snap.Manifest.SnapshotID)
+	require.ErrorIs(t, err, sourcecatalog.ErrStoreUnavailable)
+	require.ErrorIs(t, err, mysqlstore.ErrTransactionLost)
+	assert.Zero(t, count("SELECT COUNT(*) FROM signalk_catalog_paths_v2"), "no item of the lost activations committed")
+	assert.Zero(t, count("SELECT COUNT(*) FROM signalk_catalog_vessels_v2 WHERE active_snapshot_id IS NOT NULL"), "nothing activated")
+	assert.Equal(t, 1, count("SELECT COUNT(*) FROM signalk_catalog_snapshots_v2 WHERE state = 'staging'"), "the snapshot is still staging")
+	requireCleanSession()
+
+	var retried []uint16
+	once := mysqlstore.New(db, mysqlstore.WithRetryObserver(func(n uint16) { retried = append(retried, n) }))
+	mysqlstore.EndTransactions(once, mysqlstore.AfterLock, 1)
+	out, err := finalize.NewReceiver(once).Finalize(ctx, vessel, snap.Manifest.SnapshotID)
+	require.NoError(t, err)
+	assert.Equal(t, finalize.Activated, out.Status)
+	assert.Equal(t, []uint16{0}, retried, "one retry, for the lost transaction")
+	assert.Equal(t, 40, count("SELECT COUNT(*) FROM signalk_catalog_paths_v2 WHERE currently_observed"))
+	requireCleanSession()
+
+	box := mysqlstore.NewOutbox(db, mysqlstore.WithRetries(1))
+	mysqlstore.EndOutboxTransactions(box, mysqlstore.AfterLock, 2)
+	err = box.WithVessel(ctx, vessel, func(tx outbox.Tx) error {
+		_, err := tx.NextRevision(ctx)
+		return err
+	})
+	require.ErrorIs(t, err, mysqlstore.ErrTransactionLost)
+	require.NoError(t, box.WithVessel(ctx, vessel, func(tx outbox.Tx) error {
+		rev, err := tx.NextRevision(ctx)
+		assert.Equal(t, int64(1), rev, "the lost transactions allocated nothing")
+		return err
+	}))
+	requireCleanSession()
 }

@@ -17,7 +17,7 @@ import (
 // tx is the finalize.Tx of one InnoDB transaction holding the vessel lock.
 type tx struct {
 	s      *Store
-	tx     *sql.Tx
+	tx     querier
 	vessel []byte
 	state  finalize.VesselState
 	done   bool
@@ -36,27 +36,22 @@ func wrap(op string, err error) error {
 	return fmt.Errorf("mysqlstore: %s: %w", op, err)
 }
 
-// lockVessel takes the vessel's row lock, creating the row first if needed,
-// and reads the active pointer. The lock is a write (lock_version is
-// bumped), not only SELECT … FOR UPDATE: on Galera a row lock is local to
-// its node, but a written row is part of the transaction's write set, so
-// two transactions of one vessel on different nodes always conflict — the
-// later one is aborted by certification or by the applier and re-run. On a
-// single server the write costs one row already locked.
-func (t *tx) lockVessel(ctx context.Context) error {
-	if err := bumpLock(ctx, t.tx, "signalk_catalog_vessels_v2", t.vessel); err != nil {
-		return wrap("lock vessel", err)
-	}
+// vesselsTable holds the vessels' rows that the receiver's transactions
+// lock.
+const vesselsTable = "signalk_catalog_vessels_v2"
+
+// readVessel reads the active pointer of the vessel locked by transact.
+func (t *tx) readVessel(ctx context.Context) error {
 	var snap, doc []byte
 	var at sql.NullInt64
 	err := t.tx.QueryRowContext(ctx, `SELECT active_snapshot_id, active_revision, active_discovered_at_ns, active_document_sha256
-		FROM signalk_catalog_vessels_v2 WHERE vessel_id = ?`, t.vessel).Scan(&snap, &t.state.ActiveRevision, &at, &doc)
+		FROM `+vesselsTable+` WHERE vessel_id = ?`, t.vessel).Scan(&snap, &t.state.ActiveRevision, &at, &doc)
 	if err != nil {
-		return wrap("lock vessel", err)
+		return wrap("read vessel", err)
 	}
 	if snap != nil {
 		if t.state.ActiveSnapshot, err = uuid.FromBytes(snap); err != nil {
-			return wrap("lock vessel", err)
+			return wrap("read vessel", err)
 		}
 	}
 	if at.Valid {
@@ -64,24 +59,6 @@ func (t *tx) lockVessel(ctx context.Context) error {
 	}
 	copy(t.state.ActiveDocument[:], doc)
 	return nil
-}
-
-// bumpLock write-locks a vessel's row in table, inserting it first when it
-// does not exist.
-func bumpLock(ctx context.Context, tx *sql.Tx, table string, vessel []byte) error {
-	for range 2 {
-		res, err := tx.ExecContext(ctx, "UPDATE "+table+" SET lock_version = lock_version + 1 WHERE vessel_id = ?", vessel)
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil || n == 1 {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, "INSERT IGNORE INTO "+table+" (vessel_id) VALUES (?)", vessel); err != nil {
-			return err
-		}
-	}
-	return errors.New("the vessel row vanished while locking it")
 }
 
 func nanos(t time.Time) int64      { return t.UnixNano() }
