@@ -57,8 +57,8 @@ func retries(number uint16) int64 {
 }
 
 func logRetries(t *testing.T) {
-	t.Logf("retries so far: 1213 (deadlock or certification failure) %d, 1047 (node not ready) %d, 1205 (lock wait timeout) %d",
-		retries(1213), retries(1047), retries(1205))
+	t.Logf("retries so far: 1213 (deadlock or certification failure) %d, 1047 (node not ready) %d, 1205 (lock wait timeout) %d, lost transaction %d",
+		retries(1213), retries(1047), retries(1205), retries(0))
 }
 
 func galeraConfigs(t testing.TB) []*mysql.Config {
