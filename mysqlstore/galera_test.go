@@ -129,8 +129,11 @@ func galeraSchema(t testing.TB) *cluster {
 	c.spread.SetMaxOpenConns(24)
 	t.Cleanup(func() { c.spread.Close() })
 	require.NoError(t, mysqlstore.Migrate(context.Background(), c.nodes[0]))
-	for _, db := range c.nodes { // DDL reaches every node before the test starts
-		require.Eventually(t, func() bool { return mysqlstore.CheckSchema(context.Background(), db) == nil }, 30*time.Second, 50*time.Millisecond)
+	// DDL reaches every node before the test starts. It waits behind
+	// replication, which a stalled applier ("BF lock wait long", seen for
+	// tens of seconds under contention) can hold up.
+	for _, db := range c.nodes {
+		require.Eventually(t, func() bool { return mysqlstore.CheckSchema(context.Background(), db) == nil }, 120*time.Second, 50*time.Millisecond)
 	}
 	return c
 }
