@@ -139,9 +139,9 @@ const (
 // transaction to be run again: a deadlock (1213, which Galera also reports
 // when a transaction loses certification at COMMIT), a lock wait timeout
 // (1205), a Galera node not yet ready for application use (1047), or
-// ErrTransactionLost. It recognises any driver error type with an unsigned integer field named
-// Number, as github.com/go-sql-driver/mysql's *MySQLError has, without
-// importing the driver.
+// ErrTransactionLost. It recognises any driver error type with an unsigned
+// integer field named Number, as github.com/go-sql-driver/mysql's
+// *MySQLError has, without importing the driver.
 func IsRetryable(err error) bool {
 	n, ok := ErrorNumber(err)
 	return ok && (n == errDeadlock || n == errLockWaitTimeout || n == errWsrepNotReady) ||
