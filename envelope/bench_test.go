@@ -13,6 +13,7 @@ import (
 	"github.com/yachtmemory/sourcecatalog/catalog"
 	"github.com/yachtmemory/sourcecatalog/envelope"
 	"github.com/yachtmemory/sourcecatalog/examples"
+	"github.com/yachtmemory/sourcecatalog/internal/bench"
 )
 
 // Benchmarks B1–B3 of the codec. Each reports its target ratio as a metric
@@ -91,18 +92,6 @@ func canonicalSize(s *envelope.Snapshot) int {
 	return n
 }
 
-// nsPerOp returns the mean time of n calls of f, measured after one warm-up
-// call. Baselines run in the same benchmark, outside its timer, so that
-// each ratio comes from one run.
-func nsPerOp(n int, f func()) float64 {
-	f()
-	start := time.Now()
-	for range n {
-		f()
-	}
-	return float64(time.Since(start).Nanoseconds()) / float64(n)
-}
-
 func perOp(b *testing.B) float64 { return float64(b.Elapsed().Nanoseconds()) / float64(b.N) }
 
 func BenchmarkB1Build(b *testing.B) {
@@ -117,7 +106,7 @@ func BenchmarkB1Build(b *testing.B) {
 				mustBuild(b, in)
 			}
 			b.StopTimer()
-			floor := nsPerOp(b.N, func() {
+			floor := bench.NsPerOp(b.N, func() {
 				for _, body := range all {
 					sha256.Sum256(body)
 				}
@@ -165,7 +154,7 @@ func BenchmarkB2BuildVsNaive(b *testing.B) {
 				mustBuild(b, in)
 			}
 			b.StopTimer()
-			naive := nsPerOp(max(1, b.N/30), func() { naiveBuild(chunks, all) })
+			naive := bench.NsPerOp(max(1, b.N/30), func() { naiveBuild(chunks, all) })
 			b.ReportMetric(naive/perOp(b), "x_faster")
 		})
 	}
@@ -188,7 +177,7 @@ func BenchmarkB3DecodeVerify(b *testing.B) {
 				}
 			}
 			b.StopTimer()
-			unmarshal := nsPerOp(b.N, func() {
+			unmarshal := bench.NsPerOp(b.N, func() {
 				var m map[string]any
 				json.Unmarshal(manifest, &m)
 				for _, c := range raw {

@@ -12,6 +12,7 @@ import (
 	"github.com/yachtmemory/sourcecatalog/examples"
 	"github.com/yachtmemory/sourcecatalog/finalize"
 	"github.com/yachtmemory/sourcecatalog/finalize/memstore"
+	"github.com/yachtmemory/sourcecatalog/internal/bench"
 )
 
 // Benchmarks B4 and B4b on memstore, each reporting its ratio against a
@@ -29,15 +30,6 @@ func benchSnapshot(b *testing.B, rev int64, records []*catalog.Record) *envelope
 		b.Fatal(err)
 	}
 	return s
-}
-
-func nsPerOp(n int, f func()) float64 {
-	f()
-	start := time.Now()
-	for range n {
-		f()
-	}
-	return float64(time.Since(start).Nanoseconds()) / float64(n)
 }
 
 func BenchmarkB4ReceiveFinalize(b *testing.B) {
@@ -67,7 +59,7 @@ func BenchmarkB4ReceiveFinalize(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	decode := nsPerOp(b.N, func() {
+	decode := bench.NsPerOp(b.N, func() {
 		if _, err := envelope.DecodeSnapshot(manifest, raw); err != nil {
 			b.Fatal(err)
 		}
@@ -96,7 +88,7 @@ func activation(b *testing.B, store finalize.Store, vessel uuid.UUID, snap *enve
 			b.Fatal(err)
 		}
 	}
-	return nsPerOp(n, run)
+	return bench.NsPerOp(n, run)
 }
 
 func BenchmarkB4bActivation(b *testing.B) {

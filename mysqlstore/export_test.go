@@ -3,7 +3,6 @@ package mysqlstore
 import (
 	"context"
 	"database/sql"
-	"strings"
 	"sync/atomic"
 
 	"github.com/yachtmemory/sourcecatalog/catalog"
@@ -15,31 +14,13 @@ import (
 // the activation benchmarks compare against.
 func FloorInsert(ctx context.Context, tx *sql.Tx, suffix string, items []finalize.Item, vessel []byte, batch int) error {
 	for kind := catalog.KindPath; kind <= catalog.KindObservation; kind++ {
-		k := kindTables[kind]
-		cols := append(append(append([]string{"vessel_id"}, k.keys...), k.columns...),
-			"record", "first_seen_revision", "first_seen_at_ns", "last_seen_revision", "last_seen_at_ns", "currently_observed")
-		tuple := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(cols)), ", ") + ")"
-		var rows [][]any
-		for _, it := range items {
-			if it.Key.Kind != kind {
-				continue
-			}
-			vals, err := itemValues(it)
-			if err != nil {
-				return err
-			}
-			row := append([]any{vessel}, vals...)
-			rows = append(rows, append(row, it.Record, it.FirstSeen.Revision, nanos(it.FirstSeen.At),
-				it.LastSeen.Revision, nanos(it.LastSeen.At), it.Current))
+		rows, err := itemRows(vessel, kind, items)
+		if err != nil {
+			return err
 		}
+		table, cols := kindTables[kind].table+suffix, itemColumns(kind)
 		for start := 0; start < len(rows); start += batch {
-			part := rows[start:min(start+batch, len(rows))]
-			var args []any
-			for _, r := range part {
-				args = append(args, r...)
-			}
-			q := "INSERT INTO " + k.table + suffix + " (" + strings.Join(cols, ", ") + ") VALUES " +
-				strings.TrimSuffix(strings.Repeat(tuple+", ", len(part)), ", ")
+			q, args := insertStatement(table, cols, rows[start:min(start+batch, len(rows))])
 			if _, err := tx.ExecContext(ctx, q, args...); err != nil {
 				return err
 			}

@@ -138,6 +138,18 @@ func galeraSchema(t testing.TB) *cluster {
 	return c
 }
 
+// active returns the vessel's active catalog read through each node.
+func (c *cluster) active(t *testing.T, vessel uuid.UUID) []finalize.Catalog {
+	t.Helper()
+	var out []finalize.Catalog
+	for _, db := range c.nodes {
+		cat, err := finalize.NewReceiver(galeraStore(db)).Active(context.Background(), vessel)
+		require.NoError(t, err)
+		out = append(out, cat)
+	}
+	return out
+}
+
 func galeraStore(db *sql.DB) *mysqlstore.Store {
 	return mysqlstore.New(db, mysqlstore.WithRetryObserver(countRetry), mysqlstore.WithRetries(30))
 }
@@ -260,9 +272,7 @@ func TestGaleraCompetingRevisions(t *testing.T) {
 				assert.Equal(t, want, outs[i].Status, "round %d: revision %d through node %d", round, s.rev, i%3+1)
 			}
 		}
-		for n, db := range c.nodes {
-			cat, err := finalize.NewReceiver(galeraStore(db)).Active(ctx, vessel)
-			require.NoError(t, err)
+		for n, cat := range c.active(t, vessel) {
 			assert.Equal(t, int64(5), cat.Revision, "round %d: the highest revision is active, read through node %d", round, n+1)
 			var current []string
 			for _, it := range cat.Items {
@@ -296,9 +306,7 @@ func TestGaleraTransactionLostBeforeCommit(t *testing.T) {
 	_, err := finalize.NewReceiver(always).Finalize(ctx, vessel, snap.Manifest.SnapshotID)
 	require.ErrorIs(t, err, sourcecatalog.ErrStoreUnavailable)
 	require.ErrorIs(t, err, mysqlstore.ErrTransactionLost)
-	for n, db := range c.nodes {
-		cat, err := finalize.NewReceiver(galeraStore(db)).Active(ctx, vessel)
-		require.NoError(t, err)
+	for n, cat := range c.active(t, vessel) {
 		assert.Zero(t, cat.Revision, "nothing is active, read through node %d", n+1)
 	}
 
@@ -309,9 +317,7 @@ func TestGaleraTransactionLostBeforeCommit(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, finalize.Activated, out.Status)
 	assert.Equal(t, []uint16{0}, retried, "one retry, for the lost transaction")
-	for n, db := range c.nodes {
-		cat, err := finalize.NewReceiver(galeraStore(db)).Active(ctx, vessel)
-		require.NoError(t, err)
+	for n, cat := range c.active(t, vessel) {
 		assert.Equal(t, int64(1), cat.Revision, "read through node %d", n+1)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -294,19 +295,9 @@ func optional(s *string) any {
 func (t *tx) PutItems(ctx context.Context, items []finalize.Item) error {
 	t.check()
 	for kind := catalog.KindPath; kind <= catalog.KindObservation; kind++ {
-		var rows [][]any
-		for _, it := range items {
-			if it.Key.Kind != kind {
-				continue
-			}
-			vals, err := itemValues(it)
-			if err != nil {
-				return wrap("write items", err)
-			}
-			row := append([]any{t.vessel}, vals...)
-			row = append(row, it.Record, it.FirstSeen.Revision, nanos(it.FirstSeen.At),
-				it.LastSeen.Revision, nanos(it.LastSeen.At), it.Current)
-			rows = append(rows, row)
+		rows, err := itemRows(t.vessel, kind, items)
+		if err != nil {
+			return wrap("write items", err)
 		}
 		if err := t.insertRows(ctx, kind, rows); err != nil {
 			return err
@@ -315,30 +306,57 @@ func (t *tx) PutItems(ctx context.Context, items []finalize.Item) error {
 	return nil
 }
 
+// itemColumns returns the columns of kind's inventory table, in the order
+// of the values of itemRows.
+func itemColumns(kind catalog.Kind) []string {
+	k := kindTables[kind]
+	return slices.Concat([]string{"vessel_id"}, k.keys, k.columns,
+		[]string{"record", "first_seen_revision", "first_seen_at_ns", "last_seen_revision", "last_seen_at_ns", "currently_observed"})
+}
+
+// itemRows returns the inventory rows of the vessel's items of kind.
+func itemRows(vessel []byte, kind catalog.Kind, items []finalize.Item) ([][]any, error) {
+	var rows [][]any
+	for _, it := range items {
+		if it.Key.Kind != kind {
+			continue
+		}
+		vals, err := itemValues(it)
+		if err != nil {
+			return nil, err
+		}
+		row := append([]any{vessel}, vals...)
+		rows = append(rows, append(row, it.Record, it.FirstSeen.Revision, nanos(it.FirstSeen.At),
+			it.LastSeen.Revision, nanos(it.LastSeen.At), it.Current))
+	}
+	return rows, nil
+}
+
+// insertStatement returns a multi-row INSERT of rows into table's columns
+// and its arguments.
+func insertStatement(table string, columns []string, rows [][]any) (string, []any) {
+	tuple := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(columns)), ", ") + ")"
+	args := make([]any, 0, len(rows)*len(columns))
+	for _, r := range rows {
+		args = append(args, r...)
+	}
+	return "INSERT INTO " + table + " (" + strings.Join(columns, ", ") + ") VALUES " +
+		strings.TrimSuffix(strings.Repeat(tuple+", ", len(rows)), ", "), args
+}
+
 // insertRows upserts rows of one kind in batches. FirstSeen is never in the
 // update list, so an existing item keeps it.
 func (t *tx) insertRows(ctx context.Context, kind catalog.Kind, rows [][]any) error {
-	if len(rows) == 0 {
-		return nil
-	}
 	k := kindTables[kind]
-	cols := append(append(append([]string{"vessel_id"}, k.keys...), k.columns...),
-		"record", "first_seen_revision", "first_seen_at_ns", "last_seen_revision", "last_seen_at_ns", "currently_observed")
 	var update []string
-	for _, c := range append(append([]string{}, k.columns...), "record", "last_seen_revision", "last_seen_at_ns", "currently_observed") {
+	for _, c := range append(slices.Clone(k.columns), "record", "last_seen_revision", "last_seen_at_ns", "currently_observed") {
 		update = append(update, c+" = VALUES("+c+")")
 	}
-	tuple := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(cols)), ", ") + ")"
+	upsert := " ON DUPLICATE KEY UPDATE " + strings.Join(update, ", ")
+	cols := itemColumns(kind)
 	for start := 0; start < len(rows); start += t.s.batch {
-		batch := rows[start:min(start+t.s.batch, len(rows))]
-		args := make([]any, 0, len(batch)*len(cols))
-		for _, r := range batch {
-			args = append(args, r...)
-		}
-		q := "INSERT INTO " + k.table + " (" + strings.Join(cols, ", ") + ") VALUES " +
-			strings.TrimSuffix(strings.Repeat(tuple+", ", len(batch)), ", ") +
-			" ON DUPLICATE KEY UPDATE " + strings.Join(update, ", ")
-		if _, err := t.tx.ExecContext(ctx, q, args...); err != nil {
+		q, args := insertStatement(k.table, cols, rows[start:min(start+t.s.batch, len(rows))])
+		if _, err := t.tx.ExecContext(ctx, q+upsert, args...); err != nil {
 			return wrap("write items", err)
 		}
 	}

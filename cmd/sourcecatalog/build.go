@@ -205,6 +205,17 @@ func randomUUID(id uuid.UUID) error {
 	return nil
 }
 
+// digits reports whether s is one or more ASCII digits: no sign, which
+// strconv.ParseInt would take.
+func digits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
 type revisionFlag struct {
 	n   int64
 	set bool
@@ -216,13 +227,8 @@ func (f *revisionFlag) Set(s string) error {
 		return errTwice
 	}
 	bad := errors.New("must be digits without a leading zero, 1 to 9007199254740991")
-	if s == "" || len(s) > 16 || s[0] == '0' {
+	if len(s) > 16 || !digits(s) || s[0] == '0' {
 		return bad
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return bad
-		}
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || n < 1 || n > sourcecatalog.MaxRevision {

@@ -231,13 +231,8 @@ func (f *seedFlag) Set(s string) error {
 		return errTwice
 	}
 	bad := errors.New("must be digits, 0 to 18446744073709551615")
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return bad
-		}
-	}
 	n, err := strconv.ParseUint(s, 10, 64)
-	if err != nil {
+	if !digits(s) || err != nil {
 		return bad
 	}
 	f.n, f.set = n, true

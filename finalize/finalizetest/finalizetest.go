@@ -198,6 +198,15 @@ func (e *env) activate(s *envelope.Snapshot) {
 	require.Equal(e.t, finalize.Activated, out.Status, "finalize %s: %+v", s.Manifest.SnapshotID, out)
 }
 
+// deliverLastAndActivate delivers the last missing message of s and
+// requires that Finalize activates s and that s is the active catalog.
+func (e *env) deliverLastAndActivate(s *envelope.Snapshot, last message) {
+	e.t.Helper()
+	e.deliver(last, finalize.Staged)
+	require.Equal(e.t, e.outcome(finalize.Activated, s, s), e.finalize(idOf(s)))
+	e.requireActive(s)
+}
+
 func (e *env) active() catalogView {
 	e.t.Helper()
 	c, err := e.r.Active(e.ctx, e.vessel)

@@ -389,9 +389,7 @@ func testForeignVessel(t *testing.T, newStore NewStore) {
 	e.requireMissing(idOf(s), 1)
 	stranger.requireNothingStaged(idOf(s))
 
-	e.deliver(msgs[2], finalize.Staged)
-	require.Equal(t, e.outcome(finalize.Activated, s, s), e.finalize(idOf(s)))
-	e.requireActive(s)
+	e.deliverLastAndActivate(s, msgs[2])
 	require.Equal(t, expect(stranger.vessel), stranger.active())
 }
 
@@ -467,9 +465,7 @@ func testUnsupported(t *testing.T, newStore NewStore) {
 	e.deliver(msgs[1], finalize.Staged)
 	e.deliverAll(msgs[3:], finalize.Staged)
 	e.requireMissing(idOf(s), 1)
-	e.deliver(msgs[2], finalize.Staged)
-	require.Equal(t, e.outcome(finalize.Activated, s, s), e.finalize(idOf(s)))
-	e.requireActive(s)
+	e.deliverLastAndActivate(s, msgs[2])
 }
 
 func testMalformed(t *testing.T, newStore NewStore) {
@@ -503,9 +499,7 @@ func testMalformed(t *testing.T, newStore NewStore) {
 	e.deliver(msgs[1], finalize.Staged)
 	e.deliverAll(msgs[3:], finalize.Staged)
 	e.requireMissing(idOf(s), 1)
-	e.deliver(msgs[2], finalize.Staged)
-	require.Equal(t, e.outcome(finalize.Activated, s, s), e.finalize(idOf(s)))
-	e.requireActive(s)
+	e.deliverLastAndActivate(s, msgs[2])
 }
 
 // testInvalidRecord: receive validates every record (schema); a chunk with
@@ -543,9 +537,7 @@ func testInvalidRecord(t *testing.T, newStore NewStore) {
 	e.deliver(msgs[1], finalize.Staged)
 	e.deliverAll(msgs[3:], finalize.Staged)
 	e.requireMissing(idOf(s), 1)
-	e.deliver(msgs[2], finalize.Staged)
-	require.Equal(t, e.outcome(finalize.Activated, s, s), e.finalize(idOf(s)))
-	e.requireActive(s)
+	e.deliverLastAndActivate(s, msgs[2])
 }
 
 func testPayloadHash(t *testing.T, newStore NewStore) {
@@ -571,7 +563,5 @@ func testPayloadHash(t *testing.T, newStore NewStore) {
 	e.deliverAll(msgs[3:], finalize.Staged)
 	e.refuse(bad, sourcecatalog.ErrHashMismatch)
 	e.requireMissing(idOf(s), 1)
-	e.deliver(msgs[2], finalize.Staged)
-	require.Equal(t, e.outcome(finalize.Activated, s, s), e.finalize(idOf(s)))
-	e.requireActive(s)
+	e.deliverLastAndActivate(s, msgs[2])
 }

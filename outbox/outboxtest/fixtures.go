@@ -112,18 +112,6 @@ func canonicalOrder(records []*catalog.Record) []*catalog.Record {
 	return out
 }
 
-// body is the canonical {"records":[...]} of records.
-func body(records []*catalog.Record) []byte {
-	b := []byte(`{"records":[`)
-	for i, r := range records {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, r.Canonical()...)
-	}
-	return append(b, "]}"...)
-}
-
 // requireCommitted checks a commit of c at revision rev against the rules,
 // with digests computed here: the manifest first, then every chunk by
 // index, all pending, each payload the canonical bytes that decode strictly
@@ -148,7 +136,7 @@ func requireCommitted(t testing.TB, c outbox.Cycle, rev int64, entries []outbox.
 	require.Equal(t, envelope.Manifest{
 		VesselID: c.VesselID, SnapshotID: c.SnapshotID, Revision: rev, DiscoveredAt: c.DiscoveredAt.UTC(),
 		ChunkCount: len(entries) - 1, RecordCount: len(c.Records),
-		DocumentSHA256: sha256.Sum256(body(want)),
+		DocumentSHA256: envelope.BodyDigest(want),
 	}, manifest, "the manifest describes the whole snapshot")
 
 	var got []*catalog.Record
@@ -171,7 +159,7 @@ func requireCommitted(t testing.TB, c outbox.Cycle, rev int64, entries []outbox.
 			require.NotEmpty(t, chunk.Records(), "chunk %d: only an empty snapshot has an empty chunk", i)
 		}
 		require.LessOrEqual(t, len(chunk.Records()), sourcecatalog.MaxRecordsPerChunk)
-		d := canonical.Digest(sha256.Sum256(body(chunk.Records())))
+		d := envelope.BodyDigest(chunk.Records())
 		require.Equal(t, d, chunk.PayloadSHA256(), "chunk %d: payload_sha256", i)
 		require.Equal(t, d, e.Digest, "chunk %d: the digest is its payload_sha256", i)
 		require.LessOrEqual(t, len(envelope.DefaultWrapper{}.Wrap(nil, e.EntityType, e.EntityKey, e.Payload)), sourcecatalog.MaxRequest)

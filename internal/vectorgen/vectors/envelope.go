@@ -149,16 +149,21 @@ func manifestVectors() ([]vector, error) {
 	}, nil
 }
 
+// threeBases returns the snapshots that chunk and snapshot vectors alter:
+// a small one, one of two chunks, and the empty one.
+func threeBases() (small, multi, empty *base, err error) {
+	if small, err = newBase(smallRecords); err != nil {
+		return nil, nil, nil, err
+	}
+	if multi, err = newBase(sensorRecords(51, 1)); err != nil {
+		return nil, nil, nil, err
+	}
+	empty, err = newBase(nil)
+	return small, multi, empty, err
+}
+
 func chunkVectors() ([]vector, error) {
-	small, err := newBase(smallRecords)
-	if err != nil {
-		return nil, err
-	}
-	multi, err := newBase(sensorRecords(51, 1))
-	if err != nil {
-		return nil, err
-	}
-	empty, err := newBase(nil)
+	small, multi, empty, err := threeBases()
 	if err != nil {
 		return nil, err
 	}
@@ -230,15 +235,7 @@ func snapshotPayload(m object, chunks []object) string {
 }
 
 func snapshotVectors() ([]vector, error) {
-	small, err := newBase(smallRecords)
-	if err != nil {
-		return nil, err
-	}
-	multi, err := newBase(sensorRecords(51, 1))
-	if err != nil {
-		return nil, err
-	}
-	empty, err := newBase(nil)
+	small, multi, empty, err := threeBases()
 	if err != nil {
 		return nil, err
 	}
