@@ -2,10 +2,14 @@ package canonical
 
 import (
 	"errors"
+	"math/big"
+	"strconv"
+	"strings"
 	"testing"
 	"unicode/utf8"
 
 	"github.com/gowebpki/jcs"
+	"github.com/yachtmemory/sourcecatalog"
 )
 
 // intentionalDifferences are the detail errors for which this package
@@ -49,6 +53,9 @@ func FuzzTransform(f *testing.F) {
 			if refErr == nil && !isIntentional(err) {
 				t.Fatalf("Transform(%q) = %v, but jcs accepts it as %q", in, err, ref)
 			}
+			if refErr == nil && !reallyIntentional(in, se) {
+				t.Fatalf("Transform(%q) = %v, but the input is not what that error says", in, err)
+			}
 			return
 		}
 		again, err := Transform(got)
@@ -62,6 +69,53 @@ func FuzzTransform(f *testing.F) {
 			t.Fatalf("Transform(%q) = %q, jcs = %q", in, got, ref)
 		}
 	})
+}
+
+// reallyIntentional checks an intentional refusal of input that jcs
+// accepts (so valid JSON) without the parser's own code: a too-deep input
+// nests more than sourcecatalog.MaxDepth levels; a lossy number at the error's offset is
+// a non-zero literal that underflows to 0, or an integer literal whose
+// exact value differs from that of the shortest decimal of its double.
+func reallyIntentional(in []byte, se *SyntaxError) bool {
+	if errors.Is(se, ErrTooDeep) {
+		depth, deepest, inString := 0, 0, false
+		for i := 0; i < len(in); i++ {
+			switch c := in[i]; {
+			case inString && c == '\\':
+				i++
+			case c == '"':
+				inString = !inString
+			case inString:
+			case c == '[' || c == '{':
+				depth++
+				deepest = max(deepest, depth)
+			case c == ']' || c == '}':
+				depth--
+			}
+		}
+		return deepest > sourcecatalog.MaxDepth
+	}
+	end := se.Offset
+	for end < int64(len(in)) && strings.IndexByte("+-.0123456789eE", in[end]) >= 0 {
+		end++
+	}
+	lit := string(in[se.Offset:end])
+	exact, ok := new(big.Rat).SetString(lit)
+	if !ok {
+		return false
+	}
+	f, err := strconv.ParseFloat(lit, 64)
+	if err != nil {
+		return true // out of range of a double
+	}
+	if f == 0 {
+		return exact.Sign() != 0
+	}
+	if strings.ContainsAny(lit, ".eE") {
+		return false // a fraction or exponent is rounded to the nearest double, by design
+	}
+	shortest, _ := new(big.Rat).SetString(strconv.FormatFloat(f, 'g', -1, 64))
+	return exact.Cmp(shortest) != 0
 }
 
 func isIntentional(err error) bool {

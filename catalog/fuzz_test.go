@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/yachtmemory/sourcecatalog"
+	"github.com/yachtmemory/sourcecatalog/canonical"
 )
 
 // FuzzDecode checks that Decode either refuses input with a classified
@@ -32,6 +33,10 @@ func FuzzDecode(f *testing.F) {
 				t.Fatalf("Decode(%q): unclassified error %v", in, err)
 			}
 			return
+		}
+		// The record's encoder writes RFC 8785 bytes: Transform keeps them.
+		if out, err := canonical.Transform(r.Canonical()); err != nil || !bytes.Equal(out, r.Canonical()) {
+			t.Fatalf("the encoder's %q is not a Transform fixed point: %q, %v", r.Canonical(), out, err)
 		}
 		again, err := Decode(r.Canonical())
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/yachtmemory/sourcecatalog"
+	"github.com/yachtmemory/sourcecatalog/canonical"
 	"github.com/yachtmemory/sourcecatalog/catalog"
 )
 
@@ -40,15 +41,25 @@ func FuzzDecodeMessage(f *testing.F) {
 				t.Fatalf("unclassified error %v", err)
 			}
 		}
+		// The encoders write RFC 8785 bytes: Transform keeps them.
+		fixedPoint := func(what string, b []byte) {
+			if out, err := canonical.Transform(b); err != nil || !bytes.Equal(out, b) {
+				t.Fatalf("the %s encoder's %q is not a Transform fixed point: %q, %v", what, b, out, err)
+			}
+		}
 		if m, err := DecodeManifest(in); err != nil {
 			classified(err)
 		} else if again, err := DecodeManifest(m.Canonical()); err != nil || again != m {
 			t.Fatalf("manifest round trip: %v", err)
+		} else {
+			fixedPoint("manifest", m.Canonical())
 		}
 		if c, err := DecodeChunk(in); err != nil {
 			classified(err)
 		} else if again, err := DecodeChunk(c.Canonical()); err != nil || !bytes.Equal(again.Canonical(), c.Canonical()) {
 			t.Fatalf("chunk round trip: %v", err)
+		} else {
+			fixedPoint("chunk", c.Canonical())
 		}
 	})
 }

@@ -47,7 +47,17 @@ var ErrNotFound = errors.New("finalize: not found")
 //
 // Byte slices passed to a Tx are never modified by the caller afterwards,
 // so a Store may keep them without copying; byte slices a Tx returns must
-// not be modified by the caller. Methods return ctx's error when it is done.
+// not be modified by the caller.
+//
+// The Receiver calls a Tx from the callback's goroutine only, one method
+// at a time, and never after the callback has returned; a Tx need not be
+// safe for concurrent use. Every method returns ctx's error when ctx is
+// done, and otherwise a non-nil error exactly when it could not read or
+// write what it was asked to (a failed statement, a lost connection): the
+// callback then returns that error, unchanged or wrapped, and the Store
+// must not commit. Apart from ErrNotFound where a method names it, the
+// Receiver gives no meaning to a Tx error beyond that; a Store wanting a
+// retry re-runs the whole callback (see Store.WithVessel).
 type Tx interface {
 	// Vessel returns the vessel's active pointer. A vessel that never had a
 	// snapshot activated has the zero VesselState (uuid.Nil, revision 0).

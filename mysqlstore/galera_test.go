@@ -24,6 +24,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/yachtmemory/sourcecatalog"
 	"github.com/yachtmemory/sourcecatalog/catalog"
+	"github.com/yachtmemory/sourcecatalog/envelope"
 	"github.com/yachtmemory/sourcecatalog/examples"
 	"github.com/yachtmemory/sourcecatalog/finalize"
 	"github.com/yachtmemory/sourcecatalog/finalize/finalizetest"
@@ -77,19 +78,23 @@ func galeraConfigs(t testing.TB) []*mysql.Config {
 // cluster is one test schema on the cluster: a pool per node and a pool
 // whose connections go to the three nodes in turn.
 type cluster struct {
-	nodes  []*sql.DB
-	spread *sql.DB
-	cfgs   []*mysql.Config
+	nodes    []*sql.DB
+	spread   *sql.DB
+	spreader *spreadConnector
+	cfgs     []*mysql.Config
 }
 
 // spreadConnector opens each new connection on the next node.
 type spreadConnector struct {
-	conns []driver.Connector
-	next  atomic.Uint32
+	conns  []driver.Connector
+	next   atomic.Uint32
+	opened [3]atomic.Int64 // connections opened per node
 }
 
 func (c *spreadConnector) Connect(ctx context.Context) (driver.Conn, error) {
-	return c.conns[int(c.next.Add(1))%len(c.conns)].Connect(ctx)
+	n := int(c.next.Add(1)) % len(c.conns)
+	c.opened[n].Add(1)
+	return c.conns[n].Connect(ctx)
 }
 
 func (c *spreadConnector) Driver() driver.Driver { return c.conns[0].Driver() }
@@ -125,8 +130,10 @@ func galeraSchema(t testing.TB) *cluster {
 		t.Cleanup(func() { db.Close() })
 		c.nodes = append(c.nodes, db)
 	}
-	c.spread = sql.OpenDB(&spreadConnector{conns: connectors})
+	c.spreader = &spreadConnector{conns: connectors}
+	c.spread = sql.OpenDB(c.spreader)
 	c.spread.SetMaxOpenConns(24)
+	c.spread.SetMaxIdleConns(0) // every transaction on a new connection, on the next node
 	t.Cleanup(func() { c.spread.Close() })
 	require.NoError(t, mysqlstore.Migrate(context.Background(), c.nodes[0]))
 	// DDL reaches every node before the test starts. It waits behind
@@ -159,9 +166,19 @@ func galeraStore(db *sql.DB) *mysqlstore.Store {
 // three nodes.
 func TestGaleraConformance(t *testing.T) {
 	galeraConfigs(t)
+	var spreaders []*spreadConnector
 	finalizetest.RunGroups(t, func(t *testing.T) finalize.Store {
-		return galeraStore(galeraSchema(t).spread)
+		c := galeraSchema(t)
+		spreaders = append(spreaders, c.spreader)
+		return galeraStore(c.spread)
 	}, "Concurrency", "Crash")
+	for node := range 3 {
+		var opened int64
+		for _, s := range spreaders {
+			opened += s.opened[node].Load()
+		}
+		assert.Positive(t, opened, "node %d served the suite's transactions", node+1)
+	}
 	logRetries(t)
 }
 
@@ -288,6 +305,60 @@ func TestGaleraCompetingRevisions(t *testing.T) {
 		}
 	}
 	logRetries(t)
+}
+
+// TestGaleraCertificationFailureAtCommit makes the loser learn at COMMIT:
+// node 2 lags (its applier is held), revision 2 activates through node 1,
+// and a finalize of revision 1 through node 2, without the causality wait,
+// reads the stale state and would activate revision 1. Its COMMIT fails
+// certification with 1213; the re-run reads the winner's result.
+func TestGaleraCertificationFailureAtCommit(t *testing.T) {
+	c := galeraSchema(t)
+	ctx := context.Background()
+	vessel := uuid.New()
+	first := build(t, vessel, 1, catalogOf(t, 40, catalog.UnitOf("m"), "tanks.fuel"))
+	second := build(t, vessel, 2, catalogOf(t, 40, catalog.UnitOf("L"), "tanks.fuel"))
+	for _, s := range []*envelope.Snapshot{first, second} {
+		deliver(t, finalize.NewReceiver(galeraStore(c.nodes[0])), s)
+	}
+	c.active(t, vessel) // every node has applied the staging
+
+	// A write to a table of its own that node 2 cannot apply while one of
+	// its sessions holds a read lock on it: node 2's applier stops there,
+	// before revision 2's activation.
+	_, err := c.nodes[0].Exec("CREATE TABLE applier_gate (id INT PRIMARY KEY) ENGINE=InnoDB")
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		var n int
+		return c.nodes[1].QueryRow("SELECT COUNT(*) FROM applier_gate").Scan(&n) == nil
+	}, 30*time.Second, 50*time.Millisecond)
+	gate, err := c.nodes[1].Conn(ctx)
+	require.NoError(t, err)
+	defer gate.Close()
+	_, err = gate.ExecContext(ctx, "FLUSH TABLES applier_gate WITH READ LOCK")
+	require.NoError(t, err)
+	_, err = c.nodes[0].Exec("INSERT INTO applier_gate VALUES (1)")
+	require.NoError(t, err)
+	out, err := finalize.NewReceiver(galeraStore(c.nodes[0])).Finalize(ctx, vessel, second.Manifest.SnapshotID)
+	require.NoError(t, err)
+	require.Equal(t, finalize.Activated, out.Status)
+	go func() {
+		time.Sleep(time.Second)
+		gate.ExecContext(ctx, "UNLOCK TABLES")
+	}()
+
+	var retried []uint16
+	stale := mysqlstore.New(c.nodes[1], mysqlstore.WithGalera(false), mysqlstore.WithRetries(30),
+		mysqlstore.WithRetryObserver(func(n uint16) { retried = append(retried, n) }))
+	out, err = finalize.NewReceiver(stale).Finalize(ctx, vessel, first.Manifest.SnapshotID)
+	require.NoError(t, err)
+	assert.Equal(t, finalize.Superseded, out.Status, "the re-run sees revision 2 active")
+	assert.Equal(t, int64(2), out.ActiveRevision)
+	require.NotEmpty(t, retried, "the stale attempt did not commit")
+	assert.Equal(t, uint16(1213), retried[0], "it failed certification")
+	for n, cat := range c.active(t, vessel) {
+		assert.Equal(t, second.Manifest.SnapshotID, cat.SnapshotID, "read through node %d", n+1)
+	}
 }
 
 // TestGaleraTransactionLostBeforeCommit: a transaction the node ends during

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -68,6 +69,13 @@ func TestMigrateRefusesProductionSchema(t *testing.T) {
 	require.NoError(t, db.QueryRowContext(ctx,
 		`SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME LIKE '%\_v2'`).Scan(&tables))
 	assert.Zero(t, tables, "a refused Migrate creates nothing")
+
+	if exists != 0 {
+		t.Logf("%s existed before the test: the opt-in is not tried on it", mysqlstore.ProductionSchema)
+		return
+	}
+	require.NoError(t, mysqlstore.Migrate(ctx, db, mysqlstore.AllowProductionSchema()), "the caller opts in")
+	require.NoError(t, mysqlstore.CheckSchema(ctx, db))
 }
 
 // schemaDump renders every column of every table in the current schema.
@@ -104,4 +112,16 @@ func TestMigrateIdempotentAndChecked(t *testing.T) {
 	err = mysqlstore.CheckSchema(ctx, db)
 	require.True(t, errors.As(err, &se))
 	assert.Equal(t, []string{"signalk_catalog_paths_v2.unit_present"}, se.Missing)
+}
+
+// TestNoDriverInTheLibrary: the package uses database/sql only; the driver
+// is the integrator's choice (this module's tests and command use
+// go-sql-driver/mysql).
+func TestNoDriverInTheLibrary(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", ".").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Contains(t, string(out), "database/sql\n")
+	for _, pkg := range strings.Fields(string(out)) {
+		assert.NotContains(t, pkg, "go-sql-driver", "mysqlstore depends on %s", pkg)
+	}
 }

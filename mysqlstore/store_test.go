@@ -316,3 +316,40 @@ func TestLostTransactionCommitsNothing(t *testing.T) {
 	}))
 	requireCleanSession()
 }
+
+// TestActivationBatchesStatements: activation writes and retires items with
+// multi-row statements, not one statement per record.
+func TestActivationBatchesStatements(t *testing.T) {
+	db := migrated(t)
+	db.SetMaxOpenConns(1) // the session counters below are the store's
+	ctx := context.Background()
+	vessel := uuid.New()
+	statements := func() (inserts, updates int) {
+		var name string
+		require.NoError(t, db.QueryRow("SHOW SESSION STATUS LIKE 'Com_insert'").Scan(&name, &inserts))
+		require.NoError(t, db.QueryRow("SHOW SESSION STATUS LIKE 'Com_update'").Scan(&name, &updates))
+		return inserts, updates
+	}
+	cases := []struct {
+		batch                  int
+		prefix                 string
+		maxInserts, maxUpdates int
+	}{
+		// 601 new items in one statement per kind; nothing to retire.
+		{batch: 500, prefix: "environment.depth", maxInserts: 6, maxUpdates: 4},
+		// 600 new items and 600 retired, 100 rows a statement.
+		{batch: 100, prefix: "environment.temperature", maxInserts: 12, maxUpdates: 16},
+	}
+	for rev, tc := range cases {
+		r := finalize.NewReceiver(mysqlstore.New(db, mysqlstore.WithBatchSize(tc.batch)))
+		snap := build(t, vessel, int64(rev+1), catalogOf(t, 300, catalog.UnitOf("m"), tc.prefix)) // 601 records
+		deliver(t, r, snap)
+		i0, u0 := statements()
+		out, err := r.Finalize(ctx, vessel, snap.Manifest.SnapshotID)
+		require.NoError(t, err)
+		require.Equal(t, finalize.Activated, out.Status)
+		i1, u1 := statements()
+		assert.LessOrEqual(t, i1-i0, tc.maxInserts, "batch %d: INSERT statements", tc.batch)
+		assert.LessOrEqual(t, u1-u0, tc.maxUpdates, "batch %d: UPDATE statements", tc.batch)
+	}
+}

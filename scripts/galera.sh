@@ -41,10 +41,14 @@ galera_install() {
 }
 
 # galera_base_port prints a base port B such that B+1..B+3 (clients) and
-# B+100..B+132 (group communication, IST, SST) are free.
+# B+100..B+132 (group communication, IST, SST) are free. The ports stay
+# below the kernel's ephemeral range (32768 and up by default): a node that
+# rejoins binds its IST listener again, and a port in that range may by
+# then be the local end of some client connection, which makes the node
+# abort ("Failed to open IST listener ... Address already in use").
 galera_base_port() {
-  local base=${GALERA_PORT:-34300} p ok
-  while ((base < 40000)); do
+  local base=${GALERA_PORT:-24300} p ok
+  while ((base + 132 < 32768)); do
     ok=1
     for p in $((base + 1)) $((base + 2)) $((base + 3)) $((base + 110)) $((base + 111)) $((base + 112)) \
       $((base + 120)) $((base + 121)) $((base + 122)) $((base + 130)) $((base + 131)) $((base + 132)); do

@@ -40,6 +40,7 @@ var rejectedCases = []testCase{
 	{"ChunkBeyondCount", testRejectChunkBeyondCount},
 	{"EmptyChunk", testRejectEmptyChunk},
 	{"TamperedStaging", testRejectTampered},
+	{"SchemaInStaging", testRejectSchema},
 }
 
 func testNothingActive(t *testing.T, newStore NewStore) {
@@ -433,21 +434,57 @@ func testRejectTampered(t *testing.T, newStore NewStore) {
 			chunks = append(chunks, finalize.StagedChunk{Snapshot: idOf(s), Index: c.Index(), Canonical: c.Canonical(), Payload: c.PayloadSHA256()})
 		}
 		tc.tamper(&snap, chunks)
-		e.in(func(tx finalize.Tx) error {
-			if err := tx.PutSnapshot(e.ctx, snap); err != nil {
-				return err
-			}
-			for _, c := range chunks {
-				if err := tx.PutChunk(e.ctx, c); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
+		e.stage(snap, chunks)
 		out, err := e.r.Finalize(e.ctx, e.vessel, idOf(s))
 		require.NoError(t, err, tc.name)
 		require.Equal(t, finalize.Rejected, out.Status, tc.name)
 		require.ErrorIs(t, out.Err, sourcecatalog.ErrHashMismatch, tc.name)
 		e.requireActive(a)
 	}
+}
+
+// stage writes a staged snapshot straight into the store, as a receiver
+// that skipped a check, or an older one, might have left it.
+func (e *env) stage(snap finalize.Snapshot, chunks []finalize.StagedChunk) {
+	e.t.Helper()
+	e.in(func(tx finalize.Tx) error {
+		if err := tx.PutSnapshot(e.ctx, snap); err != nil {
+			return err
+		}
+		for _, c := range chunks {
+			if err := tx.PutChunk(e.ctx, c); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// testRejectSchema: Finalize checks every record against the schema again;
+// a staged set whose hashes all agree but that holds a record the schema
+// refuses is rejected.
+func testRejectSchema(t *testing.T, newStore NewStore) {
+	e, a := rejectSetup(t, newStore)
+	s := e.build(2, baseInventory().withSensors("sensor", 150, "m"))
+	records := canonicalRecords(recordsOf(s))
+	records[len(records)/2] = []byte(`{"kind":"path","path":"a.b","unit":5}`)
+	cuts := splitRecords(records, 90)
+	set := newHandSet(e.vessel, e.ids.next(), 2, e.next(), cuts)
+	manifest := set.manifest.Canonical()
+	snap := finalize.Snapshot{
+		ID: set.manifest.SnapshotID, Revision: 2, State: finalize.StateStaging,
+		Manifest: manifest, ManifestDigest: canonical.Sum(manifest),
+		ChunkCount: len(cuts), RecordCount: len(records), ChunksStaged: len(cuts), StagedBytes: int64(len(manifest)),
+	}
+	var chunks []finalize.StagedChunk
+	for i, raw := range set.chunks {
+		snap.StagedBytes += int64(len(raw))
+		chunks = append(chunks, finalize.StagedChunk{Snapshot: snap.ID, Index: i, Canonical: raw, Payload: canonical.Sum(rawBody(cuts[i]))})
+	}
+	e.stage(snap, chunks)
+	out, err := e.r.Finalize(e.ctx, e.vessel, snap.ID)
+	require.NoError(t, err, "a rejected set is an outcome, not an error")
+	require.Equal(t, finalize.Rejected, out.Status, "%+v", out)
+	require.ErrorIs(t, out.Err, sourcecatalog.ErrInvalidValue)
+	e.requireActive(a)
 }

@@ -20,6 +20,7 @@ var stagingCases = []testCase{
 	{"NoAutomaticPruning", testNoAutomaticPruning},
 	{"Retention", testRetention},
 	{"RetentionMakesRoom", testRetentionMakesRoom},
+	{"RetentionKeepsActive", testRetentionKeepsActive},
 }
 
 // roomy is a bound no test reaches.
@@ -291,4 +292,31 @@ func testRetentionMakesRoom(t *testing.T, newStore NewStore) {
 	e.requireNothingStaged(idOf(s1))
 	require.Equal(t, e.outcome(finalize.Superseded, s2, s3), e.finalize(idOf(s2)))
 	e.requireActive(s1, s2, s3)
+}
+
+// testRetentionKeepsActive: making room never prunes the active snapshot,
+// even when it is the oldest finalized one (a rejected snapshot of a higher
+// revision is retained beside it).
+func testRetentionKeepsActive(t *testing.T, newStore NewStore) {
+	e := newEnv(t, newStore, finalize.WithRetention(5), finalize.WithLimits(finalize.Limits{
+		IncompleteSnapshots: roomy, IncompleteBytes: roomy, RetainedSnapshots: 2, RetainedBytes: roomy,
+	}))
+	s1 := e.build(1, baseInventory())
+	e.activate(s1)
+	// Revision 5, every chunk valid alone, the set not: rejected.
+	var records [][]byte
+	for _, r := range recordsOf(e.build(5, baseInventory())) {
+		if r.SourceRef() != srcDepth || r.PathName() != "" {
+			records = append(records, r.Canonical())
+		}
+	}
+	bad := newHandSet(e.vessel, e.ids.next(), 5, e.next(), splitRecords(records, 90))
+	e.deliverAll(bad.messages(t), finalize.Staged)
+	require.Equal(t, finalize.Rejected, e.finalize(bad.manifest.SnapshotID).Status)
+
+	s2 := e.build(2, changedInventory(t))
+	e.activate(s2) // the retained bound is full: room is made
+	require.Equal(t, e.outcome(finalize.Superseded, s1, s2), e.finalize(idOf(s1)), "the snapshot active when room was made is kept")
+	require.True(t, e.finalize(bad.manifest.SnapshotID).MissingManifest, "the rejected one was pruned")
+	e.requireActive(s1, s2)
 }
