@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"encoding/hex"
+	"errors"
 	mathrand "math/rand/v2"
 	"os"
 	"os/exec"
@@ -359,6 +360,49 @@ func TestGaleraCertificationFailureAtCommit(t *testing.T) {
 	for n, cat := range c.active(t, vessel) {
 		assert.Equal(t, second.Manifest.SnapshotID, cat.SnapshotID, "read through node %d", n+1)
 	}
+}
+
+// TestGaleraConflictingManifests sends two manifests for one snapshot id,
+// with other documents, through two nodes at once: exactly one is staged,
+// the other is refused as a conflict, whichever node wins.
+func TestGaleraConflictingManifests(t *testing.T) {
+	c := galeraSchema(t)
+	ctx := context.Background()
+	for round := range 8 {
+		vessel, id := uuid.New(), uuid.New()
+		var raws [2][]byte
+		for i := range raws {
+			snap, err := envelope.Build(envelope.Input{VesselID: vessel, SnapshotID: id, Revision: 1, DiscoveredAt: t0,
+				Records: catalogOf(t, 10+i, catalog.UnitOf("m"), "navigation")})
+			require.NoError(t, err)
+			raws[i] = snap.Manifest.Canonical()
+		}
+		errs := make([]error, 2)
+		var wg sync.WaitGroup
+		for i := range raws {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r := finalize.NewReceiver(galeraStore(c.nodes[(round+i)%3]))
+				_, errs[i] = r.ReceiveManifest(ctx, finalize.Origin{VesselID: vessel}, raws[i])
+			}()
+		}
+		wg.Wait()
+		staged, conflicts := 0, 0
+		for _, err := range errs {
+			switch {
+			case err == nil:
+				staged++
+			case errors.Is(err, sourcecatalog.ErrConflict):
+				conflicts++
+			default:
+				t.Errorf("round %d: %v", round, err)
+			}
+		}
+		assert.Equal(t, 1, staged, "round %d: one manifest staged", round)
+		assert.Equal(t, 1, conflicts, "round %d: the other refused as a conflict", round)
+	}
+	logRetries(t)
 }
 
 // TestGaleraTransactionLostBeforeCommit: a transaction the node ends during
