@@ -31,8 +31,14 @@ writes two files into DIR, creating DIR when it is missing:
 
 When any record is invalid, an integrity rule is broken or a limit is
 exceeded, every problem is reported with its record index (the position in
-the input array) and nothing is written. The files are written under
-temporary names and renamed into place, chunks.json first.
+the input array) and nothing is written. Both files are replaced or
+neither: when header.json or chunks.json exists as anything but a regular
+file, or writing fails, the exit status is 1 and both keep their previous
+content. The files are written under temporary names and renamed into
+place, chunks.json first; the old ones are kept under backup names until
+both renames are done. A crash between the two renames can leave the new
+chunks.json beside the old header.json, a pair that does not verify;
+running build again completes it.
 
 Flags (each at most once; flags and RECORDS_FILE in any order):
   --vessel UUID        the vessel_id: a lowercase 8-4-4-4-12 UUID, not nil
@@ -42,7 +48,9 @@ Flags (each at most once; flags and RECORDS_FILE in any order):
                        spells it: RFC 3339 in UTC with "Z" and no trailing
                        zeros in a fraction of a second, such as
                        2026-05-01T12:00:00Z or 2026-05-01T12:00:00.25Z;
-                       offsets like +02:00 are refused
+                       offsets like +02:00 are refused. Years 0000 to
+                       9999, except 0001-01-01T00:00:00Z, which the
+                       library reserves to mean "not set"
   --snapshot UUID      the snapshot_id: a lowercase random (version 4) UUID;
                        a new random one when absent
   --out DIR            the directory to write header.json and chunks.json to
@@ -79,7 +87,7 @@ func runBuild(e *env, c *command, args []string) int {
 		}
 	}
 	if len(operands) > 1 {
-		return c.usageError(e, "at most one RECORDS_FILE")
+		return c.usageError(e, "unexpected argument %q: at most one RECORDS_FILE", operands[1])
 	}
 
 	in, name, err := readInput(e, operands)
@@ -251,6 +259,10 @@ func (f *timeFlag) Set(s string) error {
 	t, err := envelope.ParseTime(s)
 	if err != nil {
 		return errors.New(`must be RFC 3339 in UTC with "Z" and no trailing zeros in a fraction, like 2026-05-01T12:00:00Z`)
+	}
+	if t.IsZero() {
+		// The envelope takes the zero time.Time for a missing value.
+		return errors.New(`must not be 0001-01-01T00:00:00Z, which the library reserves to mean "not set"`)
 	}
 	f.t, f.set = t, true
 	return nil

@@ -62,7 +62,7 @@ Flags (each at most once):
 func runDemo(e *env, c *command, args []string) (status int) {
 	var (
 		seed = seedFlag{n: 1}
-		dsn  secretFlag
+		dsn  stringFlag // parse never echoes a value, so the password stays unprinted
 	)
 	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
 	fs.Var(&seed, "seed", "")
@@ -72,10 +72,7 @@ func runDemo(e *env, c *command, args []string) (status int) {
 		return status
 	}
 	if len(operands) > 0 {
-		return c.usageError(e, "no operands expected")
-	}
-	if dsn.problem != "" {
-		return c.usageError(e, "--mysql %s", dsn.problem)
+		return c.usageError(e, "unexpected argument %q: demo takes no arguments", operands[0])
 	}
 	var dbCfg *mysql.Config
 	if dsn.set {
@@ -196,27 +193,6 @@ func (m *demoDB) close() error {
 	errs = append(errs, m.admin.Close())
 	m.admin = nil
 	return errors.Join(errs...)
-}
-
-// secretFlag is a string flag, given at most once, whose value is never
-// echoed in an error: the flag package quotes the value of a flag whose Set
-// fails, so Set records the problem for the command to report instead.
-type secretFlag struct {
-	s       string
-	set     bool
-	problem string
-}
-
-func (f *secretFlag) String() string { return "" }
-func (f *secretFlag) Set(s string) error {
-	switch {
-	case f.set:
-		f.problem = "given more than once"
-	case s == "":
-		f.problem = "must not be empty"
-	}
-	f.s, f.set = s, true
-	return nil
 }
 
 // seedFlag is a uint64 written in digits, given at most once.

@@ -24,12 +24,12 @@
 // checks the final state.
 //
 // Every problem found is reported on standard error, one per line, with its
-// location. The exit status is 0 on success, 1 when the input is invalid or
-// a check fails, and 2 for a usage error.
+// location. The exit status is 0 on success, 1 when the input is invalid, a
+// check fails or a file or standard output cannot be written, and 2 for a
+// usage error.
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -42,7 +42,19 @@ import (
 )
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	status := run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	os.Exit(closeStdout(status, os.Stdout, os.Stderr))
+}
+
+// closeStdout closes standard output, where a file system may report a
+// failed write only now, and returns the exit status: exitInvalid if that
+// fails after a successful run.
+func closeStdout(status int, stdout io.Closer, stderr io.Writer) int {
+	if err := stdout.Close(); err != nil && status == exitOK {
+		fmt.Fprintf(stderr, "sourcecatalog: writing standard output: %v\n", err)
+		return exitInvalid
+	}
+	return status
 }
 
 // Exit statuses.
@@ -85,9 +97,46 @@ func lookup(name string) *command {
 }
 
 // run is the whole program: it dispatches args to a command and returns the
-// exit status.
+// exit status. Output that cannot be written to stdout is a failure: a
+// command that would succeed reports it on stderr and exits exitInvalid.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	e := &env{stdin: stdin, stdout: stdout, stderr: stderr}
+	out := &checkedWriter{w: stdout}
+	status := dispatch(&env{stdin: stdin, stdout: out, stderr: stderr}, args)
+	if out.err != nil && status == exitOK {
+		prefix := "sourcecatalog"
+		if len(args) > 0 && lookup(args[0]) != nil {
+			prefix += " " + args[0]
+		}
+		fmt.Fprintf(stderr, "%s: %v\n", prefix, out.err)
+		status = exitInvalid
+	}
+	return status
+}
+
+// checkedWriter remembers the first error writing to w, prefixed "writing
+// standard output"; every later write fails with it without writing.
+type checkedWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (c *checkedWriter) Write(b []byte) (int, error) {
+	if c.err != nil {
+		return 0, c.err
+	}
+	n, err := c.w.Write(b)
+	if err == nil && n < len(b) {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
+		c.err = fmt.Errorf("writing standard output: %w", err)
+	}
+	return n, c.err
+}
+
+// dispatch runs the command args name and returns the exit status.
+func dispatch(e *env, args []string) int {
+	stdout, stderr := e.stdout, e.stderr
 	if len(args) == 0 {
 		usage(stderr)
 		return exitUsage
@@ -100,7 +149,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		c := lookup(args[1])
 		if c == nil || len(args) > 2 {
-			fmt.Fprintf(stderr, "sourcecatalog help: unknown command %q\n", args[1])
+			if c == nil {
+				fmt.Fprintf(stderr, "sourcecatalog help: unknown command %q\n", args[1])
+			} else {
+				fmt.Fprintf(stderr, "sourcecatalog help: unexpected argument %q: one COMMAND at most\n", args[2])
+			}
 			usage(stderr)
 			return exitUsage
 		}
@@ -129,7 +182,7 @@ func usage(w io.Writer) {
 	}
 	b.WriteString(`
 Problems are reported on standard error, one per line, with their location.
-Exit status: 0 success, 1 invalid input or failed check, 2 usage error.
+Exit status: 0 success, 1 invalid input, a failed check or an I/O error, 2 usage error.
 Run 'sourcecatalog help COMMAND' for the details of a command.
 `)
 	io.WriteString(w, b.String())
@@ -178,32 +231,46 @@ func plural(n int, noun string) string {
 	return fmt.Sprintf("%d %ss", n, noun)
 }
 
-// parse parses flags and operands in any order; "--" ends the flags. It
-// returns the operands, or the exit status when parsing ended the command:
-// exitOK after -h, which printed the help, and exitUsage after an error,
-// which was reported.
+// parse parses flags and operands in any order, looking the flags up in
+// fs; "--" ends the flags. A flag is spelled --name VALUE or --name=VALUE
+// (one leading dash works too). It returns the operands, or the exit status
+// when parsing ended the command: exitOK after -h or --help, which printed
+// the help, and exitUsage after an error, which was reported naming the
+// flag as --name. Errors never echo a flag's value, which may be a secret
+// (the password in a DSN).
 func (c *command) parse(e *env, fs *flag.FlagSet, args []string) ([]string, int, bool) {
-	fs.SetOutput(io.Discard)
 	var operands []string
-	for {
-		err := fs.Parse(args)
-		if errors.Is(err, flag.ErrHelp) {
+	for i := 0; i < len(args); i++ {
+		arg := args[i]
+		if arg == "--" {
+			return append(operands, args[i+1:]...), 0, true
+		}
+		if len(arg) < 2 || arg[0] != '-' {
+			operands = append(operands, arg)
+			continue
+		}
+		name, value, hasValue := strings.Cut(strings.TrimPrefix(arg[1:], "-"), "=")
+		if name == "h" || name == "help" {
 			c.usage(e.stdout)
 			return nil, exitOK, false
 		}
-		if err != nil {
-			return nil, c.usageError(e, "%v", err), false
+		f := fs.Lookup(name)
+		if f == nil || strings.HasPrefix(name, "-") {
+			spelled, _, _ := strings.Cut(arg, "=")
+			return nil, c.usageError(e, "unknown flag %q", spelled), false
 		}
-		rest := fs.Args()
-		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
-			return append(operands, rest...), 0, true
+		if !hasValue {
+			if i+1 == len(args) {
+				return nil, c.usageError(e, "--%s needs a value", name), false
+			}
+			i++
+			value = args[i]
 		}
-		if len(rest) == 0 {
-			return operands, 0, true
+		if err := f.Value.Set(value); err != nil {
+			return nil, c.usageError(e, "--%s %v", name, err), false
 		}
-		operands = append(operands, rest[0])
-		args = rest[1:]
 	}
+	return operands, 0, true
 }
 
 // readInput reads the file named by the only operand, or standard input

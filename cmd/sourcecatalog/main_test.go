@@ -421,8 +421,10 @@ func TestBuildUsage(t *testing.T) {
 		{"time date only", map[string]string{"--discovered-at": "2026-05-01"}, nil, "RFC 3339"},
 		{"version 1 snapshot", nil, []string{"--snapshot", "6ba7b810-9dad-11d1-80b4-00c04fd430c8"}, "version 4"},
 		{"repeated flag", nil, []string{"--vessel=" + vesselFlag}, "given more than once"},
-		{"unknown flag", nil, []string{"--colour", "red"}, "flag provided but not defined"},
-		{"two operands", nil, []string{"a.json", "b.json"}, "at most one RECORDS_FILE"},
+		{"unknown flag", nil, []string{"--colour", "red"}, `unknown flag "--colour"`},
+		{"unknown flag with value", nil, []string{"--colour=red"}, `unknown flag "--colour"`},
+		{"flag without value", nil, []string{"--snapshot"}, "--snapshot needs a value"},
+		{"two operands", nil, []string{"a.json", "b.json"}, `unexpected argument "b.json": at most one RECORDS_FILE`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := args(tc.set, tc.extra...)
@@ -596,8 +598,10 @@ func TestVerifyUsageAndFiles(t *testing.T) {
 		code int
 		want string
 	}{
-		{"one file", []string{"verify", h}, exitUsage, "want HEADER_FILE and CHUNKS_FILE"},
-		{"three files", []string{"verify", h, c, c}, exitUsage, "want HEADER_FILE and CHUNKS_FILE"},
+		{"no files", []string{"verify"}, exitUsage, "missing HEADER_FILE and CHUNKS_FILE"},
+		{"one file", []string{"verify", h}, exitUsage, "missing CHUNKS_FILE"},
+		{"three files", []string{"verify", h, c, "third"}, exitUsage, `unexpected argument "third": want HEADER_FILE and CHUNKS_FILE`},
+		{"inspect three files", []string{"inspect", h, c, "third"}, exitUsage, `unexpected argument "third": want HEADER_FILE and CHUNKS_FILE`},
 		{"missing header", []string{"verify", filepath.Join(t.TempDir(), "nope.json"), c}, exitInvalid, "nope.json"},
 		{"inspect missing chunks", []string{"inspect", h, filepath.Join(t.TempDir(), "nope.json")}, exitInvalid, "nope.json"},
 		{"files swapped", []string{"verify", c, h}, exitInvalid, "problem"},
@@ -711,10 +715,15 @@ func TestUsage(t *testing.T) {
 		{"canon --help", []string{"canon", "--help"}, exitOK, "no trailing newline", "", true},
 		{"verify -h", []string{"verify", "-h"}, exitOK, "chunks[i]", "", true},
 		{"help unknown", []string{"help", "nosuch"}, exitUsage, "", `unknown command "nosuch"`, false},
+		{"help extra", []string{"help", "canon", "extra"}, exitUsage, "", `sourcecatalog help: unexpected argument "extra"`, false},
+		{"-h extra", []string{"-h", "verify", "a", "b"}, exitUsage, "", `sourcecatalog help: unexpected argument "a"`, false},
+		{"help unknown extra", []string{"help", "nosuch", "extra"}, exitUsage, "", `unknown command "nosuch"`, false},
 		{"help demo", []string{"help", "demo"}, exitOK, "Usage: sourcecatalog demo [--seed N] [--mysql DSN]", "", true},
 		{"demo listed", []string{"help"}, exitOK, "  demo     run the protocol end to end", "", true},
 		{"unknown command", []string{"frobnicate"}, exitUsage, "", `sourcecatalog: unknown command "frobnicate"`, false},
-		{"unknown flag", []string{"verify", "-x", "a", "b"}, exitUsage, "", "flag provided but not defined: -x", false},
+		{"unknown flag", []string{"verify", "-x", "a", "b"}, exitUsage, "", `sourcecatalog verify: unknown flag "-x"`, false},
+		{"unknown double-dash flag", []string{"canon", "--x=1"}, exitUsage, "", `sourcecatalog canon: unknown flag "--x"`, false},
+		{"triple dash", []string{"build", "---out", "d"}, exitUsage, "", `sourcecatalog build: unknown flag "---out"`, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := cli(t, "", tc.args...)
@@ -793,4 +802,30 @@ func TestEndToEnd(t *testing.T) {
 	r = exe("")
 	assert.Equal(t, 2, r.code)
 	assert.Contains(t, r.stderr, "Usage:")
+
+	// Every command that writes to standard output fails when it cannot.
+	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
+	if err != nil {
+		t.Skip("no /dev/full")
+	}
+	defer full.Close()
+	for _, args := range [][]string{
+		{"canon", records},
+		buildArgs(filepath.Join(dir, "full"), records),
+		{"verify", h, c},
+		{"inspect", h, c},
+		{"demo"},
+		{"help"},
+		{"help", "canon"},
+		{"inspect", "-h"},
+	} {
+		cmd := exec.Command(bin, args...)
+		var stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = full, &stderr
+		err := cmd.Run()
+		var ee *exec.ExitError
+		require.ErrorAs(t, err, &ee, "%q", args)
+		assert.Equal(t, 1, ee.ExitCode(), "%q", args)
+		assert.Regexp(t, `^sourcecatalog( \w+)?: writing standard output: write /dev/stdout: no space left on device\n$`, stderr.String(), "%q", args)
+	}
 }

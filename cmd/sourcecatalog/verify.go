@@ -56,8 +56,14 @@ func readSnapshot(e *env, c *command, args []string) (*envelope.Snapshot, int) {
 	if !ok {
 		return nil, status
 	}
-	if len(operands) != 2 {
-		return nil, c.usageError(e, "want HEADER_FILE and CHUNKS_FILE")
+	switch len(operands) {
+	case 0:
+		return nil, c.usageError(e, "missing HEADER_FILE and CHUNKS_FILE")
+	case 1:
+		return nil, c.usageError(e, "missing CHUNKS_FILE")
+	case 2:
+	default:
+		return nil, c.usageError(e, "unexpected argument %q: want HEADER_FILE and CHUNKS_FILE", operands[2])
 	}
 	header, err := files.ReadFile(operands[0])
 	if err != nil {

@@ -23,7 +23,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 
 	"github.com/yachtmemory/sourcecatalog"
@@ -64,82 +63,6 @@ func Chunks(s *envelope.Snapshot) []byte {
 		b = append(b, c.Canonical()...)
 	}
 	return append(b, "\n]\n"...)
-}
-
-// Write writes the header and chunks files of s into dir, creating dir when
-// it is missing. Each file is written to a temporary name in dir, synced and
-// then renamed into place, chunks first and the header last, so a reader
-// never sees a partially written file; temporary files are removed on
-// failure. The two renames are not one atomic step: a failure between them
-// leaves new chunks beside an old header, a pair that fails verification
-// rather than passing it.
-func Write(dir string, s *envelope.Snapshot, headerName, chunksName string) (err error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	chunksTmp, err := writeTemp(dir, chunksName, Chunks(s))
-	if err != nil {
-		return err
-	}
-	defer removeOnError(&err, chunksTmp)
-	headerTmp, err := writeTemp(dir, headerName, Header(s))
-	if err != nil {
-		return err
-	}
-	defer removeOnError(&err, headerTmp)
-	if err := os.Rename(chunksTmp, filepath.Join(dir, chunksName)); err != nil {
-		return err
-	}
-	if err := os.Rename(headerTmp, filepath.Join(dir, headerName)); err != nil {
-		return err
-	}
-	return syncDir(dir)
-}
-
-func removeOnError(err *error, name string) {
-	if *err != nil {
-		os.Remove(name) // best effort; the file may already be renamed
-	}
-}
-
-// writeTemp writes b to a new temporary file in dir named after name and
-// returns its path.
-func writeTemp(dir, name string, b []byte) (path string, err error) {
-	f, err := os.CreateTemp(dir, "."+name+".*.tmp")
-	if err != nil {
-		return "", err
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if _, err := f.Write(b); err != nil {
-		return "", err
-	}
-	if err := f.Chmod(0o644); err != nil {
-		return "", err
-	}
-	if err := f.Sync(); err != nil {
-		return "", err
-	}
-	if err := f.Close(); err != nil {
-		return "", err
-	}
-	return f.Name(), nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, errors.ErrUnsupported) {
-		return err
-	}
-	return nil
 }
 
 // ErrTooLarge is returned by ReadAll and ReadFile for input over
