@@ -43,7 +43,8 @@ func AllowProductionSchema() MigrateOption {
 // idempotent: tables that exist are left as they are (CREATE TABLE IF NOT
 // EXISTS). It never selects another schema and never touches the v1 tables.
 // DDL is not transactional in MySQL or MariaDB: after Migrate, CheckSchema
-// verifies the result.
+// verifies the result, so a table of an earlier shape, which Migrate does
+// not convert, makes Migrate return a *SchemaError.
 func Migrate(ctx context.Context, db *sql.DB, opts ...MigrateOption) error {
 	var cfg migrateConfig
 	for _, o := range opts {
@@ -96,33 +97,54 @@ func statements(ddl string) []string {
 
 // requiredColumns lists every table and column the package reads or writes.
 var requiredColumns = map[string][]string{
-	"signalk_catalog_vessels_v2":   {"vessel_id", "active_snapshot_id", "active_revision", "active_discovered_at_ns", "active_document_sha256", "lock_token"},
+	"signalk_catalog_vessels_v2":   {"vessel_id", "active_snapshot_id", "active_revision", "active_discovered_at_sec", "active_discovered_at_nsec", "active_document_sha256", "lock_token"},
 	"signalk_catalog_snapshots_v2": {"vessel_id", "snapshot_id", "revision", "state", "final_status", "manifest", "manifest_sha256", "chunk_count", "record_count", "chunks_staged", "staged_bytes", "reason"},
 	"signalk_catalog_chunks_v2":    {"vessel_id", "snapshot_id", "chunk_index", "payload_sha256", "chunk_canonical"},
 	"signalk_catalog_index_v2":     {"vessel_id", "entries"},
-	"signalk_catalog_paths_v2":     {"vessel_id", "path", "unit_present", "unit", "record", "first_seen_revision", "first_seen_at_ns", "last_seen_revision", "last_seen_at_ns", "currently_observed"},
-	"signalk_catalog_sources_v2":   {"vessel_id", "source_ref", "label", "source_type", "record", "first_seen_revision", "first_seen_at_ns", "last_seen_revision", "last_seen_at_ns", "currently_observed"},
+	"signalk_catalog_paths_v2":     {"vessel_id", "path", "unit_present", "unit", "record", "first_seen_revision", "first_seen_at_sec", "first_seen_at_nsec", "last_seen_revision", "last_seen_at_sec", "last_seen_at_nsec", "currently_observed"},
+	"signalk_catalog_sources_v2":   {"vessel_id", "source_ref", "label", "source_type", "record", "first_seen_revision", "first_seen_at_sec", "first_seen_at_nsec", "last_seen_revision", "last_seen_at_sec", "last_seen_at_nsec", "currently_observed"},
 	"signalk_catalog_observations_v2": {"vessel_id", "observation_key", "path", "source_ref", "value_type", "record",
-		"first_seen_revision", "first_seen_at_ns", "last_seen_revision", "last_seen_at_ns", "currently_observed"},
+		"first_seen_revision", "first_seen_at_sec", "first_seen_at_nsec", "last_seen_revision", "last_seen_at_sec", "last_seen_at_nsec", "currently_observed"},
 	"signalk_catalog_outbox_vessels_v2": {"vessel_id", "last_revision", "lock_token"},
 	"signalk_catalog_outbox_v2": {"vessel_id", "snapshot_id", "chunk_index", "revision", "entity_type", "entity_key",
 		"payload", "digest", "state"},
 }
 
+// obsoleteColumns are columns of an earlier shape of the _v2 tables, which
+// stored times as Unix nanoseconds and so changed every time outside the
+// years 1678 to 2262. Migrate does not convert them: a table that has one
+// is refused, and must be dropped (or converted by hand) and migrated again.
+var obsoleteColumns = []string{"active_discovered_at_ns", "first_seen_at_ns", "last_seen_at_ns"}
+
 // A SchemaError lists what CheckSchema found missing, as "table" or
-// "table.column".
+// "table.column", and the columns of an earlier shape of the tables it
+// found, as "table.column".
 type SchemaError struct {
-	Schema  string
-	Missing []string
+	Schema   string
+	Missing  []string
+	Obsolete []string
 }
 
 func (e *SchemaError) Error() string {
-	return "mysqlstore: schema " + e.Schema + " lacks " + strings.Join(e.Missing, ", ")
+	msg := "mysqlstore: schema " + e.Schema
+	if len(e.Missing) > 0 {
+		msg += " lacks " + strings.Join(e.Missing, ", ")
+	}
+	if len(e.Obsolete) > 0 {
+		if len(e.Missing) > 0 {
+			msg += ";"
+		}
+		msg += " has " + strings.Join(e.Obsolete, ", ") +
+			" of an earlier shape of the _v2 tables (times as Unix nanoseconds, wrong outside 1678-2262):" +
+			" drop those tables, or convert them by hand, and run Migrate again"
+	}
+	return msg
 }
 
 // CheckSchema verifies that every table and column the package needs exists
-// in the connection's current schema. It returns a *SchemaError naming
-// everything missing, ErrNoSchema, or a database error.
+// in the connection's current schema, and that no table has a column of an
+// earlier shape of the tables. It returns a *SchemaError naming everything
+// missing and obsolete, ErrNoSchema, or a database error.
 func CheckSchema(ctx context.Context, db *sql.DB) error {
 	schema, err := currentSchema(ctx, db)
 	if err != nil {
@@ -146,7 +168,7 @@ func CheckSchema(ctx context.Context, db *sql.DB) error {
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("mysqlstore: check schema: %w", err)
 	}
-	var missing []string
+	var missing, obsolete []string
 	for _, table := range slices.Sorted(maps.Keys(requiredColumns)) {
 		if !have[table] {
 			missing = append(missing, table)
@@ -157,9 +179,14 @@ func CheckSchema(ctx context.Context, db *sql.DB) error {
 				missing = append(missing, table+"."+col)
 			}
 		}
+		for _, col := range obsoleteColumns {
+			if have[table+"."+col] {
+				obsolete = append(obsolete, table+"."+col)
+			}
+		}
 	}
-	if len(missing) > 0 {
-		return &SchemaError{Schema: schema, Missing: missing}
+	if len(missing) > 0 || len(obsolete) > 0 {
+		return &SchemaError{Schema: schema, Missing: missing, Obsolete: obsolete}
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/yachtmemory/sourcecatalog/internal/dbtest"
@@ -123,5 +124,60 @@ func TestNoDriverInTheLibrary(t *testing.T) {
 	require.Contains(t, string(out), "database/sql\n")
 	for _, pkg := range strings.Fields(string(out)) {
 		assert.NotContains(t, pkg, "go-sql-driver", "mysqlstore depends on %s", pkg)
+	}
+}
+
+// TestCheckSchemaRefusesNanosecondTimes: tables of the earlier shape, which
+// kept times as Unix nanoseconds in one BIGINT, are refused by name, and
+// Migrate leaves them as they are.
+func TestCheckSchemaRefusesNanosecondTimes(t *testing.T) {
+	db, _ := testSchema(t)
+	ctx := context.Background()
+	require.NoError(t, mysqlstore.Migrate(ctx, db))
+	old := map[string][]string{ // table -> time columns of the earlier shape
+		"signalk_catalog_vessels_v2":      {"active_discovered_at"},
+		"signalk_catalog_paths_v2":        {"first_seen_at", "last_seen_at"},
+		"signalk_catalog_sources_v2":      {"first_seen_at", "last_seen_at"},
+		"signalk_catalog_observations_v2": {"first_seen_at", "last_seen_at"},
+	}
+	var wantMissing, wantObsolete []string
+	for table, cols := range old {
+		for _, c := range cols {
+			_, err := db.ExecContext(ctx, "ALTER TABLE "+table+" CHANGE "+c+"_sec "+c+"_ns BIGINT NULL, DROP COLUMN "+c+"_nsec")
+			require.NoError(t, err)
+			wantMissing = append(wantMissing, table+"."+c+"_sec", table+"."+c+"_nsec")
+			wantObsolete = append(wantObsolete, table+"."+c+"_ns")
+		}
+	}
+	before := schemaDump(t, db)
+	for name, run := range map[string]func(context.Context, *sql.DB) error{
+		"CheckSchema": mysqlstore.CheckSchema,
+		"Migrate":     func(ctx context.Context, db *sql.DB) error { return mysqlstore.Migrate(ctx, db) },
+	} {
+		var se *mysqlstore.SchemaError
+		require.ErrorAs(t, run(ctx, db), &se, name)
+		assert.ElementsMatch(t, wantMissing, se.Missing, name)
+		assert.ElementsMatch(t, wantObsolete, se.Obsolete, name)
+		assert.Contains(t, se.Error(), "earlier shape", name)
+	}
+	assert.Equal(t, before, schemaDump(t, db), "Migrate does not touch a table of the earlier shape")
+}
+
+// TestSchemaRefusesBadNanoseconds: the nanoseconds of a stored time are
+// within their second, so no row can hold a time two ways.
+func TestSchemaRefusesBadNanoseconds(t *testing.T) {
+	db := migrated(t)
+	for i, c := range []struct {
+		nsec int64
+		ok   bool
+	}{{-1, false}, {0, true}, {999_999_999, true}, {1_000_000_000, false}} {
+		vessel := uuid.New()
+		_, err := db.Exec(`INSERT INTO signalk_catalog_vessels_v2 (vessel_id, active_discovered_at_sec, active_discovered_at_nsec)
+			VALUES (?, ?, ?)`, vessel[:], i, c.nsec)
+		if c.ok {
+			assert.NoError(t, err, "nanoseconds %d", c.nsec)
+		} else {
+			assert.Error(t, err, "nanoseconds %d", c.nsec)
+		}
 	}
 }

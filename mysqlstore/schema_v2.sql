@@ -8,16 +8,22 @@
 -- Canonical bytes live in BLOB columns, never JSON columns: a JSON column
 -- re-serialises and would break the hashes. Identifiers that are compared
 -- use utf8mb4 with the binary, no-pad collation, so paths are
--- case-sensitive and trailing spaces count. Times are Unix nanoseconds
--- (BIGINT, *_ns) so that discovered_at_utc survives exactly; in SQL,
--- FROM_UNIXTIME(x DIV 1000000000) reads them. Statements are separated by a
--- semicolon at the end of a line.
+-- case-sensitive and trailing spaces count. A time is two columns, as Go's
+-- time.Unix takes it: *_sec, Unix seconds (BIGINT), and *_nsec, the
+-- nanoseconds within that second (0 to 999999999). Every time the protocol
+-- accepts (years 0000 to 9999, to the nanosecond) survives exactly, which
+-- neither Unix nanoseconds in a BIGINT (years 1678 to 2262) nor a
+-- DATETIME(6) (microseconds, from year 1000) would do. In SQL,
+-- '1970-01-01' + INTERVAL x_sec SECOND reads one, within the years a
+-- DATETIME holds.
+-- Statements are separated by a semicolon at the end of a line.
 
 CREATE TABLE IF NOT EXISTS signalk_catalog_vessels_v2 (
   vessel_id            BINARY(16)  NOT NULL,
   active_snapshot_id   BINARY(16)  NULL,
   active_revision      BIGINT      NOT NULL DEFAULT 0,
-  active_discovered_at_ns BIGINT NULL,
+  active_discovered_at_sec  BIGINT      NULL,
+  active_discovered_at_nsec INT         NULL CHECK (active_discovered_at_nsec BETWEEN 0 AND 999999999),
   active_document_sha256 BINARY(32) NULL,
   lock_token           BIGINT      NOT NULL DEFAULT 0,
   updated_at           TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6) ON UPDATE CURRENT_TIMESTAMP(6),
@@ -68,9 +74,11 @@ CREATE TABLE IF NOT EXISTS signalk_catalog_paths_v2 (
   unit                VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin NULL,
   record              BLOB         NOT NULL,
   first_seen_revision BIGINT       NOT NULL,
-  first_seen_at_ns    BIGINT       NOT NULL,
+  first_seen_at_sec   BIGINT       NOT NULL,
+  first_seen_at_nsec  INT          NOT NULL CHECK (first_seen_at_nsec BETWEEN 0 AND 999999999),
   last_seen_revision  BIGINT       NOT NULL,
-  last_seen_at_ns     BIGINT       NOT NULL,
+  last_seen_at_sec    BIGINT       NOT NULL,
+  last_seen_at_nsec   INT          NOT NULL CHECK (last_seen_at_nsec BETWEEN 0 AND 999999999),
   currently_observed  TINYINT(1)   NOT NULL,
   PRIMARY KEY (vessel_id, path)
 ) ENGINE=InnoDB;
@@ -82,9 +90,11 @@ CREATE TABLE IF NOT EXISTS signalk_catalog_sources_v2 (
   source_type         VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin NULL,
   record              BLOB         NOT NULL,
   first_seen_revision BIGINT       NOT NULL,
-  first_seen_at_ns    BIGINT       NOT NULL,
+  first_seen_at_sec   BIGINT       NOT NULL,
+  first_seen_at_nsec  INT          NOT NULL CHECK (first_seen_at_nsec BETWEEN 0 AND 999999999),
   last_seen_revision  BIGINT       NOT NULL,
-  last_seen_at_ns     BIGINT       NOT NULL,
+  last_seen_at_sec    BIGINT       NOT NULL,
+  last_seen_at_nsec   INT          NOT NULL CHECK (last_seen_at_nsec BETWEEN 0 AND 999999999),
   currently_observed  TINYINT(1)   NOT NULL,
   PRIMARY KEY (vessel_id, source_ref)
 ) ENGINE=InnoDB;
@@ -99,9 +109,11 @@ CREATE TABLE IF NOT EXISTS signalk_catalog_observations_v2 (
   value_type          VARCHAR(16)  CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
   record              BLOB         NOT NULL,
   first_seen_revision BIGINT       NOT NULL,
-  first_seen_at_ns    BIGINT       NOT NULL,
+  first_seen_at_sec   BIGINT       NOT NULL,
+  first_seen_at_nsec  INT          NOT NULL CHECK (first_seen_at_nsec BETWEEN 0 AND 999999999),
   last_seen_revision  BIGINT       NOT NULL,
-  last_seen_at_ns     BIGINT       NOT NULL,
+  last_seen_at_sec    BIGINT       NOT NULL,
+  last_seen_at_nsec   INT          NOT NULL CHECK (last_seen_at_nsec BETWEEN 0 AND 999999999),
   currently_observed  TINYINT(1)   NOT NULL,
   PRIMARY KEY (vessel_id, observation_key),
   KEY by_path (vessel_id, path(191))

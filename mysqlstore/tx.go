@@ -44,9 +44,11 @@ const vesselsTable = "signalk_catalog_vessels_v2"
 // readVessel reads the active pointer of the vessel locked by transact.
 func (t *tx) readVessel(ctx context.Context) error {
 	var snap, doc []byte
-	var at sql.NullInt64
-	err := t.tx.QueryRowContext(ctx, `SELECT active_snapshot_id, active_revision, active_discovered_at_ns, active_document_sha256
-		FROM `+vesselsTable+` WHERE vessel_id = ?`, t.vessel).Scan(&snap, &t.state.ActiveRevision, &at, &doc)
+	var sec sql.NullInt64
+	var nsec sql.NullInt32
+	err := t.tx.QueryRowContext(ctx, `SELECT active_snapshot_id, active_revision,
+		active_discovered_at_sec, active_discovered_at_nsec, active_document_sha256
+		FROM `+vesselsTable+` WHERE vessel_id = ?`, t.vessel).Scan(&snap, &t.state.ActiveRevision, &sec, &nsec, &doc)
 	if err != nil {
 		return wrap("read vessel", err)
 	}
@@ -55,15 +57,20 @@ func (t *tx) readVessel(ctx context.Context) error {
 			return wrap("read vessel", err)
 		}
 	}
-	if at.Valid {
-		t.state.ActiveDiscoveredAt = fromNanos(at.Int64)
+	if sec.Valid && nsec.Valid {
+		t.state.ActiveDiscoveredAt = fromUnix(sec.Int64, nsec.Int32)
 	}
 	copy(t.state.ActiveDocument[:], doc)
 	return nil
 }
 
-func nanos(t time.Time) int64      { return t.UnixNano() }
-func fromNanos(ns int64) time.Time { return time.Unix(0, ns).UTC() }
+// unixTime splits t into the two columns that store a time: Unix seconds
+// and the nanoseconds within that second (0 to 999999999). Every time.Time
+// has such a pair, so fromUnix returns the same instant, in UTC. (Unix
+// nanoseconds in one int64 would hold only the years 1678 to 2262.)
+func unixTime(t time.Time) (sec int64, nsec int32) { return t.Unix(), int32(t.Nanosecond()) }
+
+func fromUnix(sec int64, nsec int32) time.Time { return time.Unix(sec, int64(nsec)).UTC() }
 
 func (t *tx) Vessel(ctx context.Context) (finalize.VesselState, error) {
 	t.check()
@@ -72,14 +79,14 @@ func (t *tx) Vessel(ctx context.Context) (finalize.VesselState, error) {
 
 func (t *tx) SetVessel(ctx context.Context, v finalize.VesselState) error {
 	t.check()
-	var snap, doc any
-	var at any
+	var snap, doc, sec, nsec any
 	if v.ActiveSnapshot != uuid.Nil {
-		snap, doc, at = v.ActiveSnapshot[:], v.ActiveDocument[:], nanos(v.ActiveDiscoveredAt)
+		snap, doc = v.ActiveSnapshot[:], v.ActiveDocument[:]
+		sec, nsec = unixTime(v.ActiveDiscoveredAt)
 	}
 	_, err := t.tx.ExecContext(ctx, `UPDATE signalk_catalog_vessels_v2
-		SET active_snapshot_id = ?, active_revision = ?, active_discovered_at_ns = ?, active_document_sha256 = ?
-		WHERE vessel_id = ?`, snap, v.ActiveRevision, at, doc, t.vessel)
+		SET active_snapshot_id = ?, active_revision = ?, active_discovered_at_sec = ?, active_discovered_at_nsec = ?,
+		active_document_sha256 = ? WHERE vessel_id = ?`, snap, v.ActiveRevision, sec, nsec, doc, t.vessel)
 	if err != nil {
 		return wrap("set vessel", err)
 	}
@@ -311,7 +318,8 @@ func (t *tx) PutItems(ctx context.Context, items []finalize.Item) error {
 func itemColumns(kind catalog.Kind) []string {
 	k := kindTables[kind]
 	return slices.Concat([]string{"vessel_id"}, k.keys, k.columns,
-		[]string{"record", "first_seen_revision", "first_seen_at_ns", "last_seen_revision", "last_seen_at_ns", "currently_observed"})
+		[]string{"record", "first_seen_revision", "first_seen_at_sec", "first_seen_at_nsec",
+			"last_seen_revision", "last_seen_at_sec", "last_seen_at_nsec", "currently_observed"})
 }
 
 // itemRows returns the inventory rows of the vessel's items of kind.
@@ -325,9 +333,11 @@ func itemRows(vessel []byte, kind catalog.Kind, items []finalize.Item) ([][]any,
 		if err != nil {
 			return nil, err
 		}
+		firstSec, firstNsec := unixTime(it.FirstSeen.At)
+		lastSec, lastNsec := unixTime(it.LastSeen.At)
 		row := append([]any{vessel}, vals...)
-		rows = append(rows, append(row, it.Record, it.FirstSeen.Revision, nanos(it.FirstSeen.At),
-			it.LastSeen.Revision, nanos(it.LastSeen.At), it.Current))
+		rows = append(rows, append(row, it.Record, it.FirstSeen.Revision, firstSec, firstNsec,
+			it.LastSeen.Revision, lastSec, lastNsec, it.Current))
 	}
 	return rows, nil
 }
@@ -349,7 +359,7 @@ func insertStatement(table string, columns []string, rows [][]any) (string, []an
 func (t *tx) insertRows(ctx context.Context, kind catalog.Kind, rows [][]any) error {
 	k := kindTables[kind]
 	var update []string
-	for _, c := range append(slices.Clone(k.columns), "record", "last_seen_revision", "last_seen_at_ns", "currently_observed") {
+	for _, c := range append(slices.Clone(k.columns), "record", "last_seen_revision", "last_seen_at_sec", "last_seen_at_nsec", "currently_observed") {
 		update = append(update, c+" = VALUES("+c+")")
 	}
 	upsert := " ON DUPLICATE KEY UPDATE " + strings.Join(update, ", ")
@@ -365,6 +375,7 @@ func (t *tx) insertRows(ctx context.Context, kind catalog.Kind, rows [][]any) er
 
 func (t *tx) RetireItems(ctx context.Context, keys []finalize.ItemKey, last finalize.Seen) error {
 	t.check()
+	lastSec, lastNsec := unixTime(last.At)
 	for kind := catalog.KindPath; kind <= catalog.KindObservation; kind++ {
 		var ids []any
 		for _, k := range keys {
@@ -381,9 +392,9 @@ func (t *tx) RetireItems(ctx context.Context, keys []finalize.ItemKey, last fina
 		tbl := kindTables[kind]
 		for start := 0; start < len(ids); start += t.s.batch {
 			batch := ids[start:min(start+t.s.batch, len(ids))]
-			q := "UPDATE " + tbl.table + " SET currently_observed = 0, last_seen_revision = ?, last_seen_at_ns = ?" +
+			q := "UPDATE " + tbl.table + " SET currently_observed = 0, last_seen_revision = ?, last_seen_at_sec = ?, last_seen_at_nsec = ?" +
 				" WHERE vessel_id = ? AND " + tbl.keys[0] + " IN (" + strings.TrimSuffix(strings.Repeat("?, ", len(batch)), ", ") + ")"
-			args := append([]any{last.Revision, nanos(last.At), t.vessel}, batch...)
+			args := append([]any{last.Revision, lastSec, lastNsec, t.vessel}, batch...)
 			if _, err := t.tx.ExecContext(ctx, q, args...); err != nil {
 				return wrap("retire items", err)
 			}
@@ -404,20 +415,21 @@ func (t *tx) Items(ctx context.Context) ([]finalize.Item, error) {
 		case catalog.KindObservation:
 			idCols = "path, source_ref"
 		}
-		rows, err := t.tx.QueryContext(ctx, "SELECT "+idCols+`, record, first_seen_revision, first_seen_at_ns,
-			last_seen_revision, last_seen_at_ns, currently_observed FROM `+tbl.table+` WHERE vessel_id = ?`, t.vessel)
+		rows, err := t.tx.QueryContext(ctx, "SELECT "+idCols+`, record, first_seen_revision, first_seen_at_sec, first_seen_at_nsec,
+			last_seen_revision, last_seen_at_sec, last_seen_at_nsec, currently_observed FROM `+tbl.table+` WHERE vessel_id = ?`, t.vessel)
 		if err != nil {
 			return nil, wrap("read items", err)
 		}
 		for rows.Next() {
 			it := finalize.Item{Key: finalize.ItemKey{Kind: kind}}
-			var first, last int64
-			if err := rows.Scan(&it.Key.Path, &it.Key.SourceRef, &it.Record, &it.FirstSeen.Revision, &first,
-				&it.LastSeen.Revision, &last, &it.Current); err != nil {
+			var firstSec, lastSec int64
+			var firstNsec, lastNsec int32
+			if err := rows.Scan(&it.Key.Path, &it.Key.SourceRef, &it.Record, &it.FirstSeen.Revision, &firstSec, &firstNsec,
+				&it.LastSeen.Revision, &lastSec, &lastNsec, &it.Current); err != nil {
 				rows.Close()
 				return nil, wrap("read items", err)
 			}
-			it.FirstSeen.At, it.LastSeen.At = fromNanos(first), fromNanos(last)
+			it.FirstSeen.At, it.LastSeen.At = fromUnix(firstSec, firstNsec), fromUnix(lastSec, lastNsec)
 			out = append(out, it)
 		}
 		if err := rows.Close(); err != nil {

@@ -11,7 +11,11 @@
 # server runs as root), with --no-defaults, its own client port, socket,
 # gmcast.listen_addr, ist.recv_addr and SST receive address, ROW binlog
 # format, innodb_autoinc_lock_mode=2 and small buffer pool and gcache. The
-# first node bootstraps the cluster with --wsrep-new-cluster.
+# first node bootstraps the cluster with --wsrep-new-cluster. Each node, its
+# mariadb-install-db and its state transfer scripts use DIR/nodeN/tmp, owned
+# by mysql, as their temp directory (--tmpdir and TMPDIR), never the
+# caller's TMPDIR, which mysql need not be able to write; mysql must only be
+# able to reach DIR.
 #
 # DIR/nodeN/start.sh restarts node N so that it rejoins the cluster, and
 # DIR/nodeN/mariadbd.pid holds its pid: tests that kill a node use them
@@ -72,7 +76,10 @@ galera_write_node() {
   cat >"$node/start.sh" <<SH
 #!/usr/bin/env bash
 # Starts galera node $n in the background; extra arguments go to mariadbd.
+# The node and the state transfer scripts it runs write temp files in
+# $node/tmp, which mysql owns, whatever TMPDIR the caller has.
 cd "$node"
+export TMPDIR="$node/tmp"
 "$server" --no-defaults \\
   --user=mysql \\
   --datadir="$node/data" \\
@@ -140,8 +147,13 @@ galera_start() {
   for ((n = 1; n <= GALERA_NODES; n++)); do
     node="$dir/node$n"
     mkdir -p "$node/data" "$node/tmp"
-    if ! mariadb-install-db --no-defaults --datadir="$node/data" --user=mysql \
-      --auth-root-authentication-method=normal --skip-test-db --skip-name-resolve \
+    chown -R mysql:mysql "$node"
+    if ! runuser -u mysql -- test -w "$node/tmp"; then
+      galera_log "the mysql user cannot write $node/tmp: it must be able to search every directory above it; start the cluster under a directory it can reach (TMPDIR is ${TMPDIR:-unset})"
+      return 1
+    fi
+    if ! TMPDIR="$node/tmp" mariadb-install-db --no-defaults --datadir="$node/data" --user=mysql \
+      --tmpdir="$node/tmp" --auth-root-authentication-method=normal --skip-test-db --skip-name-resolve \
       >"$node/install-db.log" 2>&1; then
       galera_log "mariadb-install-db failed for node $n:"
       tail -n 30 "$node/install-db.log" >&2

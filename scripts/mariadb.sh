@@ -12,6 +12,9 @@
 # on the first free port from ${MARIADB_PORT:-33306}, and has a user
 # sourcecatalog/sourcecatalog with ALL PRIVILEGES ON *.* WITH GRANT OPTION.
 # It runs with --no-defaults, so nothing in /etc/mysql is read or touched.
+# The server and mariadb-install-db use a temp directory of their own,
+# DIR/tmp (--tmpdir and TMPDIR), owned by the user they run as: they never
+# write to the caller's TMPDIR, which that user need not be able to write.
 
 MDB_USER=sourcecatalog
 MDB_PASSWORD=sourcecatalog
@@ -111,8 +114,8 @@ mdb_start() {
   # --auth-root-authentication-method=normal: root@localhost with an empty
   # password, so the setup below works regardless of unix_socket auth.
   mdb_log "initialising datadir $dir/data"
-  if ! mariadb-install-db --no-defaults --datadir="$dir/data" --user="$osuser" \
-    --auth-root-authentication-method=normal --skip-test-db --skip-name-resolve \
+  if ! TMPDIR="$dir/tmp" mariadb-install-db --no-defaults --datadir="$dir/data" --user="$osuser" \
+    --tmpdir="$dir/tmp" --auth-root-authentication-method=normal --skip-test-db --skip-name-resolve \
     >"$dir/install-db.log" 2>&1; then
     mdb_log "mariadb-install-db failed:"
     tail -n 30 "$dir/install-db.log" >&2
@@ -125,7 +128,7 @@ mdb_start() {
   for attempt in 1 2 3; do
     port=$(mdb_free_port) || return 1
     : >"$dir/error.log"
-    "$server" --no-defaults \
+    TMPDIR="$dir/tmp" "$server" --no-defaults \
       --user="$osuser" \
       --datadir="$dir/data" \
       --tmpdir="$dir/tmp" \

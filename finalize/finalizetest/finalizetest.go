@@ -62,6 +62,7 @@ var groups = []suite.Group[NewStore]{
 	{"Revision", revisionCases},
 	{"Rejected", rejectedCases},
 	{"History", historyCases},
+	{"Time", timeCases},
 	{"Staging", stagingCases},
 	{"Crash", crashCases},
 	{"Concurrency", concurrencyCases},
