@@ -18,7 +18,10 @@
 // retry is answered [AlreadyReceived] with an equal receipt; other bytes at
 // the same snapshot and chunk index, or another manifest for the snapshot,
 // are refused with ErrConflict and no receipt. Chunks may arrive before
-// their manifest.
+// their manifest, and a refusal does not depend on the order: of two
+// messages that contradict each other (another revision, a chunk index at
+// or beyond the manifest's chunk_count), whichever arrives first is staged
+// and the other refused.
 //
 // # States of a snapshot
 //
@@ -51,7 +54,7 @@
 // at the previously active snapshot. A new revision with an identical
 // document writes only the pointer.
 //
-// # Bounds
+// # Bounds: a vessel stops after 32 finalized snapshots by default
 //
 // Staging is bounded per vessel ([Limits]): incomplete snapshots and
 // retained finalized ones, by count and bytes. Exhaustion fails closed with
@@ -59,4 +62,21 @@
 // unless [WithRetention] opts in; [Receiver.Discard] and [Receiver.Prune]
 // are the operator's explicit actions, and the active snapshot is never
 // removed.
+//
+// So with [DefaultLimits] and no retention, the retained bound fills: after
+// 32 finalized snapshots — about eight hours of 15-minute cycles — Finalize
+// fails with ErrStagingExhausted for every complete snapshot of the vessel,
+// and once 8 of them wait, receiving fails too, until an operator prunes.
+// Choose a retention policy before going live, and watch
+// [Usage]: [Outcome] carries it after every Finalize and [Receiver.Usage]
+// reports it at any time, each bound's use against its limit, so that a
+// server can warn, or export metrics, well before a bound fills (for
+// example when [Usage.Highest] reaches 0.8).
+//
+// # Errors
+//
+// Every error wraps exactly one class of package sourcecatalog, and a call
+// refusing its input changes nothing. A failing store or registry, or a
+// done context, is reported as ErrStoreUnavailable wrapping its cause; the
+// call may be retried.
 package finalize

@@ -53,6 +53,9 @@ type Outcome struct {
 
 	// For Rejected: the verification failure, wrapping its classes.
 	Err error
+
+	// Usage is the vessel's usage of its staging bounds after the call.
+	Usage Usage
 }
 
 // Finalize verifies a staged snapshot and, when it is complete, valid and
@@ -73,74 +76,89 @@ type Outcome struct {
 // on every later call) when the snapshot claims the active revision with
 // another document;
 // ErrStagingExhausted when the retained bounds would be exceeded (nothing
-// changes; Prune, Discard or WithRetention make room); Store errors.
+// changes; Prune, Discard or WithRetention make room); ErrStoreUnavailable
+// when the store fails or ctx is done. An unknown snapshot, uuid.Nil
+// included, is StatusStaging with its manifest missing.
+//
+// The Outcome carries the vessel's [Usage] after the call, so that a caller
+// can warn before a bound fills.
 func (r *Receiver) Finalize(ctx context.Context, vesselID, snapshotID uuid.UUID) (Outcome, error) {
 	var out Outcome
 	var result error
-	err := r.store.WithVessel(ctx, vesselID, func(tx Tx) error {
-		out, result = Outcome{VesselID: vesselID, SnapshotID: snapshotID}, nil
-		v, err := tx.Vessel(ctx)
-		if err != nil {
+	err := r.withVessel(ctx, vesselID, func(tx Tx) error {
+		out = Outcome{VesselID: vesselID, SnapshotID: snapshotID}
+		var err error
+		if result, err = r.finalize(ctx, tx, &out); err != nil {
 			return err
 		}
-		defer func() { out.ActiveSnapshot, out.ActiveRevision = v.ActiveSnapshot, v.ActiveRevision }()
-		s, err := tx.Snapshot(ctx, snapshotID)
-		if errors.Is(err, ErrNotFound) {
-			out.Status, out.MissingManifest = StatusStaging, true
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		out.Revision = s.Revision
-		if s.State != StateStaging {
-			out.Status = finalStatus(s, v)
-			if s.State == StateRejected {
-				out.Err, result, err = rejection(ctx, tx, s)
-			}
-			return err
-		}
-		chunks, err := tx.Chunks(ctx, snapshotID)
-		if err != nil {
-			return err
-		}
-		if missing(&out, s, chunks) {
-			out.Status = StatusStaging
-			return nil
-		}
-		snap, index, verr := verifyStaged(s, chunks)
-		if verr != nil {
-			out.Status, out.Err = Rejected, verr
-			return r.finish(ctx, tx, &s, StateRejected, Rejected, verr.Error())
-		}
-		switch m := &snap.Manifest; {
-		case m.Revision < v.ActiveRevision:
-			out.Status = Superseded
-			return r.finish(ctx, tx, &s, StateSuperseded, Superseded, "")
-		case m.Revision == v.ActiveRevision && m.DocumentSHA256 != v.ActiveDocument:
-			out.Status = Rejected
-			out.Err = revisionConflict()
-			result = out.Err
-			return r.finish(ctx, tx, &s, StateRejected, Rejected, out.Err.Error())
-		case m.Revision == v.ActiveRevision:
-			out.Status = AlreadyActive
-			return r.finish(ctx, tx, &s, StateSuperseded, AlreadyActive, "")
-		}
-		if err := r.finish(ctx, tx, &s, StateActivated, Activated, ""); err != nil {
-			return err
-		}
-		next, err := activate(ctx, tx, v, snap, index)
-		if err != nil {
-			return err
-		}
-		v = next
-		out.Status = Activated
-		return r.retainAfterActivation(ctx, tx, v)
+		out.Usage, _, err = r.usage(ctx, tx)
+		return err
 	})
 	if err != nil {
 		return Outcome{}, err
 	}
 	return out, result
+}
+
+// finalize is Finalize within the vessel's transaction: it fills out and
+// returns the error Finalize returns with it, or the error that aborts the
+// transaction.
+func (r *Receiver) finalize(ctx context.Context, tx Tx, out *Outcome) (result, err error) {
+	v, err := tx.Vessel(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { out.ActiveSnapshot, out.ActiveRevision = v.ActiveSnapshot, v.ActiveRevision }()
+	s, err := tx.Snapshot(ctx, out.SnapshotID)
+	if errors.Is(err, ErrNotFound) {
+		out.Status, out.MissingManifest = StatusStaging, true
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out.Revision = s.Revision
+	if s.State != StateStaging {
+		out.Status = finalStatus(s, v)
+		if s.State == StateRejected {
+			out.Err, result, err = rejection(ctx, tx, s)
+		}
+		return result, err
+	}
+	chunks, err := tx.Chunks(ctx, s.ID)
+	if err != nil {
+		return nil, err
+	}
+	if missing(out, s, chunks) {
+		out.Status = StatusStaging
+		return nil, nil
+	}
+	snap, index, verr := verifyStaged(s, chunks)
+	if verr != nil {
+		out.Status, out.Err = Rejected, verr
+		return nil, r.finish(ctx, tx, &s, StateRejected, Rejected, verr.Error())
+	}
+	switch m := &snap.Manifest; {
+	case m.Revision < v.ActiveRevision:
+		out.Status = Superseded
+		return nil, r.finish(ctx, tx, &s, StateSuperseded, Superseded, "")
+	case m.Revision == v.ActiveRevision && m.DocumentSHA256 != v.ActiveDocument:
+		out.Status, out.Err = Rejected, revisionConflict()
+		return out.Err, r.finish(ctx, tx, &s, StateRejected, Rejected, out.Err.Error())
+	case m.Revision == v.ActiveRevision:
+		out.Status = AlreadyActive
+		return nil, r.finish(ctx, tx, &s, StateSuperseded, AlreadyActive, "")
+	}
+	if err := r.finish(ctx, tx, &s, StateActivated, Activated, ""); err != nil {
+		return nil, err
+	}
+	next, err := activate(ctx, tx, v, snap, index)
+	if err != nil {
+		return nil, err
+	}
+	v = next
+	out.Status = Activated
+	return nil, r.retainAfterActivation(ctx, tx, v)
 }
 
 // finalStatus is the outcome a finalized snapshot reports again.
@@ -243,15 +261,15 @@ func compareKeys(a, b ItemKey) int {
 // finish moves a staging snapshot to a final state, within the retained
 // bounds.
 func (r *Receiver) finish(ctx context.Context, tx Tx, s *Snapshot, state SnapshotState, final OutcomeStatus, reason string) error {
-	u, all, err := stagingUsage(ctx, tx)
+	u, all, err := r.usage(ctx, tx)
 	if err != nil {
 		return err
 	}
-	if u.retained+1 > r.limits.RetainedSnapshots || u.retainedBytes+s.StagedBytes > r.limits.RetainedBytes {
+	if !u.RetainedSnapshots.fits(1) || !u.RetainedBytes.fits(s.StagedBytes) {
 		if r.retain < 0 {
 			return sourcecatalog.Errorf(ErrStagingExhausted, "retained snapshots exhausted for the vessel; prune or discard")
 		}
-		if err := r.makeRoom(ctx, tx, all, s); err != nil {
+		if err := r.makeRoom(ctx, tx, u, all, s); err != nil {
 			return err
 		}
 	}
@@ -349,36 +367,31 @@ func (r *Receiver) retainAfterActivation(ctx context.Context, tx Tx, v VesselSta
 }
 
 // makeRoom prunes the oldest finalized snapshots, never the active one nor
-// s, until s fits the retained bounds.
-func (r *Receiver) makeRoom(ctx context.Context, tx Tx, all []Snapshot, s *Snapshot) error {
+// s, until s fits the retained bounds; u is the usage of all.
+func (r *Receiver) makeRoom(ctx context.Context, tx Tx, u Usage, all []Snapshot, s *Snapshot) error {
 	v, err := tx.Vessel(ctx)
 	if err != nil {
 		return err
 	}
-	var u usage
 	var victims []Snapshot
 	for _, o := range all {
-		if o.State == StateStaging {
-			continue
-		}
-		u.retained++
-		u.retainedBytes += o.StagedBytes
-		if o.ID != v.ActiveSnapshot && o.ID != s.ID {
+		if o.State != StateStaging && o.ID != v.ActiveSnapshot && o.ID != s.ID {
 			victims = append(victims, o)
 		}
 	}
 	slices.SortFunc(victims, func(a, b Snapshot) int { return cmp.Compare(a.Revision, b.Revision) })
+	fits := func() bool { return u.RetainedSnapshots.fits(1) && u.RetainedBytes.fits(s.StagedBytes) }
 	for _, o := range victims {
-		if u.retained+1 <= r.limits.RetainedSnapshots && u.retainedBytes+s.StagedBytes <= r.limits.RetainedBytes {
+		if fits() {
 			break
 		}
 		if err := tx.DeleteSnapshot(ctx, o.ID); err != nil {
 			return err
 		}
-		u.retained--
-		u.retainedBytes -= o.StagedBytes
+		u.RetainedSnapshots.Used--
+		u.RetainedBytes.Used -= o.StagedBytes
 	}
-	if u.retained+1 > r.limits.RetainedSnapshots || u.retainedBytes+s.StagedBytes > r.limits.RetainedBytes {
+	if !fits() {
 		return sourcecatalog.Errorf(ErrStagingExhausted, "retained snapshots exhausted for the vessel")
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/yachtmemory/sourcecatalog"
 	"github.com/yachtmemory/sourcecatalog/catalog"
 )
 
@@ -17,7 +18,7 @@ import (
 // It stops at the first error, which it returns with the outcomes so far.
 func (r *Receiver) Reconcile(ctx context.Context, vesselID uuid.UUID) ([]Outcome, error) {
 	var complete []Snapshot
-	err := r.store.WithVessel(ctx, vesselID, func(tx Tx) error {
+	err := r.withVessel(ctx, vesselID, func(tx Tx) error {
 		all, err := tx.Snapshots(ctx)
 		if err != nil {
 			return err
@@ -46,15 +47,16 @@ func (r *Receiver) Reconcile(ctx context.Context, vesselID uuid.UUID) ([]Outcome
 }
 
 // Discard removes one staged snapshot, in any state, with its chunks. The
-// active snapshot is refused with ErrActiveSnapshot; an unknown snapshot is
-// not an error. The inventory is never touched.
+// active snapshot is refused with ErrActiveSnapshot (wrapping ErrConflict);
+// an unknown snapshot, uuid.Nil included, is not an error. The inventory is
+// never touched.
 func (r *Receiver) Discard(ctx context.Context, vesselID, snapshotID uuid.UUID) error {
-	return r.store.WithVessel(ctx, vesselID, func(tx Tx) error {
+	return r.withVessel(ctx, vesselID, func(tx Tx) error {
 		v, err := tx.Vessel(ctx)
 		if err != nil {
 			return err
 		}
-		if snapshotID == v.ActiveSnapshot {
+		if snapshotID == v.ActiveSnapshot && snapshotID != uuid.Nil {
 			return ErrActiveSnapshot
 		}
 		return tx.DeleteSnapshot(ctx, snapshotID)
@@ -63,12 +65,12 @@ func (r *Receiver) Discard(ctx context.Context, vesselID, snapshotID uuid.UUID) 
 
 // Prune removes finalized snapshots beyond the newest keep (by revision),
 // never the active one and never a snapshot still staging. The inventory is
-// never touched. keep must not be negative.
+// never touched. A negative keep is refused with ErrInvalidValue.
 func (r *Receiver) Prune(ctx context.Context, vesselID uuid.UUID, keep int) error {
 	if keep < 0 {
-		panic("finalize: Prune with negative keep")
+		return sourcecatalog.Errorf(sourcecatalog.ErrInvalidValue, "Prune: keep must not be negative")
 	}
-	return r.store.WithVessel(ctx, vesselID, func(tx Tx) error {
+	return r.withVessel(ctx, vesselID, func(tx Tx) error {
 		v, err := tx.Vessel(ctx)
 		if err != nil {
 			return err
@@ -128,7 +130,7 @@ type InventoryItem struct {
 // observed item is the active snapshot.
 func (r *Receiver) Active(ctx context.Context, vesselID uuid.UUID) (Catalog, error) {
 	var c Catalog
-	err := r.store.WithVessel(ctx, vesselID, func(tx Tx) error {
+	err := r.withVessel(ctx, vesselID, func(tx Tx) error {
 		v, err := tx.Vessel(ctx)
 		if err != nil {
 			return err
@@ -152,8 +154,11 @@ func (r *Receiver) Active(ctx context.Context, vesselID uuid.UUID) (Catalog, err
 		}
 		return nil
 	})
+	if err != nil {
+		return Catalog{}, err
+	}
 	slices.SortFunc(c.Items, func(a, b InventoryItem) int {
 		return compareKeys(ItemKey{a.Kind, a.Path, a.SourceRef}, ItemKey{b.Kind, b.Path, b.SourceRef})
 	})
-	return c, err
+	return c, nil
 }

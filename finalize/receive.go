@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/google/uuid"
 	"github.com/yachtmemory/sourcecatalog"
 	"github.com/yachtmemory/sourcecatalog/canonical"
 	"github.com/yachtmemory/sourcecatalog/envelope"
@@ -16,8 +17,16 @@ import (
 // error wrapping: the decoder's classes for a malformed manifest;
 // ErrForeignVessel when the manifest names another vessel than origin;
 // ErrUnregisteredVessel for a vessel the registry refuses; ErrConflict when
-// another manifest, or chunks of another revision, were staged for the
-// snapshot; ErrStagingExhausted when a staging bound would be exceeded.
+// the manifest contradicts what was staged for the snapshot (another
+// manifest, chunks of another revision, a chunk index at or beyond its
+// chunk_count); ErrStagingExhausted when a staging bound would be
+// exceeded; ErrStoreUnavailable, with the cause, when the registry or the
+// store fails or ctx is done.
+//
+// A refusal does not depend on the order of arrival: of two messages that
+// contradict each other, whichever arrives first is staged and the other
+// is refused with ErrConflict. Only what needs the complete set, such as
+// the document hash and the record count, waits for Finalize.
 func (r *Receiver) ReceiveManifest(ctx context.Context, origin Origin, raw []byte) (Receipt, error) {
 	m, err := envelope.DecodeManifest(raw)
 	if err != nil {
@@ -32,7 +41,7 @@ func (r *Receiver) ReceiveManifest(ctx context.Context, origin Origin, raw []byt
 		VesselID: m.VesselID, SnapshotID: m.SnapshotID, Revision: m.Revision,
 		ChunkIndex: sourcecatalog.NoIndex, Digest: canonical.Sum(canon),
 	}
-	err = r.store.WithVessel(ctx, m.VesselID, func(tx Tx) error {
+	err = r.withVessel(ctx, m.VesselID, func(tx Tx) error {
 		rc.Status = Staged
 		s, err := tx.Snapshot(ctx, m.SnapshotID)
 		switch {
@@ -54,6 +63,9 @@ func (r *Receiver) ReceiveManifest(ctx context.Context, origin Origin, raw []byt
 		case s.State != StateStaging:
 			return conflict("the snapshot was finalized without this manifest")
 		default:
+			if err := chunksWithin(ctx, tx, s.ID, m.ChunkCount); err != nil {
+				return err
+			}
 			if err := r.admitBytes(ctx, tx, int64(len(canon))); err != nil {
 				return err
 			}
@@ -74,8 +86,8 @@ func (r *Receiver) ReceiveManifest(ctx context.Context, origin Origin, raw []byt
 //
 // Receipts and errors are those of ReceiveManifest. ErrConflict here means
 // other bytes were staged at the same snapshot and chunk index, the
-// snapshot's messages disagree on the revision, or the chunk index is
-// beyond the staged manifest's chunk_count.
+// snapshot's messages disagree on the revision, or the chunk index is at
+// or beyond the staged manifest's chunk_count.
 func (r *Receiver) ReceiveChunk(ctx context.Context, origin Origin, raw []byte) (Receipt, error) {
 	c, err := envelope.DecodeChunk(raw)
 	if err != nil {
@@ -90,7 +102,7 @@ func (r *Receiver) ReceiveChunk(ctx context.Context, origin Origin, raw []byte) 
 		ChunkIndex: c.Index(), Digest: c.PayloadSHA256(),
 	}
 	size := int64(len(c.Canonical()))
-	err = r.store.WithVessel(ctx, c.VesselID(), func(tx Tx) error {
+	err = r.withVessel(ctx, c.VesselID(), func(tx Tx) error {
 		rc.Status = Staged
 		s, err := tx.Snapshot(ctx, c.SnapshotID())
 		switch {
@@ -136,57 +148,20 @@ func (r *Receiver) ReceiveChunk(ctx context.Context, origin Origin, raw []byte) 
 	return rc, nil
 }
 
-func conflict(detail string) error {
+// chunksWithin refuses a manifest's chunk_count when a chunk staged before
+// it has an index at or beyond count, as ReceiveChunk refuses such a chunk
+// after the manifest.
+func chunksWithin(ctx context.Context, tx Tx, snapshot uuid.UUID, count int) error {
+	chunks, err := tx.Chunks(ctx, snapshot)
+	if err != nil {
+		return err
+	}
+	if len(chunks) > 0 && chunks[len(chunks)-1].Index >= count {
+		return conflict("a chunk staged for this snapshot has an index beyond the manifest's chunk_count").AtField("chunk_count")
+	}
+	return nil
+}
+
+func conflict(detail string) *sourcecatalog.Error {
 	return sourcecatalog.Errorf(ErrConflict, detail)
-}
-
-// usage sums the staged snapshots of a vessel by class.
-type usage struct {
-	incomplete, retained           int
-	incompleteBytes, retainedBytes int64
-}
-
-func stagingUsage(ctx context.Context, tx Tx) (usage, []Snapshot, error) {
-	all, err := tx.Snapshots(ctx)
-	if err != nil {
-		return usage{}, nil, err
-	}
-	var u usage
-	for _, s := range all {
-		if s.State == StateStaging {
-			u.incomplete++
-			u.incompleteBytes += s.StagedBytes
-		} else {
-			u.retained++
-			u.retainedBytes += s.StagedBytes
-		}
-	}
-	return u, all, nil
-}
-
-// admitNewSnapshot checks that one more staging snapshot of size bytes fits.
-func (r *Receiver) admitNewSnapshot(ctx context.Context, tx Tx, size int64) error {
-	u, _, err := stagingUsage(ctx, tx)
-	if err != nil {
-		return err
-	}
-	if u.incomplete+1 > r.limits.IncompleteSnapshots {
-		return sourcecatalog.Errorf(ErrStagingExhausted, "too many incomplete snapshots staged for the vessel")
-	}
-	if u.incompleteBytes+size > r.limits.IncompleteBytes {
-		return sourcecatalog.Errorf(ErrStagingExhausted, "incomplete staging bytes exhausted for the vessel")
-	}
-	return nil
-}
-
-// admitBytes checks that size more bytes of incomplete staging fit.
-func (r *Receiver) admitBytes(ctx context.Context, tx Tx, size int64) error {
-	u, _, err := stagingUsage(ctx, tx)
-	if err != nil {
-		return err
-	}
-	if u.incompleteBytes+size > r.limits.IncompleteBytes {
-		return sourcecatalog.Errorf(ErrStagingExhausted, "incomplete staging bytes exhausted for the vessel")
-	}
-	return nil
 }

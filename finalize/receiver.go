@@ -3,7 +3,7 @@ package finalize
 import (
 	"context"
 	"errors"
-	"fmt"
+	"slices"
 
 	"github.com/google/uuid"
 	"github.com/yachtmemory/sourcecatalog"
@@ -21,9 +21,41 @@ var (
 	ErrStoreUnavailable   = sourcecatalog.ErrStoreUnavailable
 
 	// ErrActiveSnapshot is returned by Discard for the active snapshot,
-	// which is never removed.
-	ErrActiveSnapshot = errors.New("finalize: the active snapshot cannot be removed")
+	// which is never removed. It wraps ErrConflict.
+	ErrActiveSnapshot error = sourcecatalog.Errorf(ErrConflict, "the active snapshot cannot be removed")
 )
+
+// classes are the module's error classes; every error the Receiver returns
+// wraps exactly one.
+var classes = []error{
+	sourcecatalog.ErrMalformedJSON, sourcecatalog.ErrUnknownField, sourcecatalog.ErrMissingField,
+	sourcecatalog.ErrInvalidValue, sourcecatalog.ErrLimitExceeded, sourcecatalog.ErrRecordTooLarge,
+	sourcecatalog.ErrHashMismatch, sourcecatalog.ErrIntegrity, sourcecatalog.ErrUnsupported,
+	sourcecatalog.ErrIncompleteScan, ErrForeignVessel, ErrUnregisteredVessel, ErrConflict,
+	ErrRevisionConflict, ErrStagingExhausted, ErrStoreUnavailable,
+}
+
+// unavailable classes err as ErrStoreUnavailable, keeping it as the cause,
+// unless it already wraps a class: a cancelled context, a failed statement
+// or registry answer stays errors.Is-able and gets a class.
+func unavailable(err error, detail string) error {
+	if err == nil || slices.ContainsFunc(classes, func(c error) bool { return errors.Is(err, c) }) {
+		return err
+	}
+	e := sourcecatalog.Wrap(ErrStoreUnavailable, err)
+	e.Detail = detail
+	return e
+}
+
+// withVessel runs fn in a store transaction on the vessel. uuid.Nil, which
+// no message can name, is refused with ErrInvalidValue; errors of the
+// store are classed by unavailable.
+func (r *Receiver) withVessel(ctx context.Context, vesselID uuid.UUID, fn func(tx Tx) error) error {
+	if vesselID == uuid.Nil {
+		return sourcecatalog.Errorf(sourcecatalog.ErrInvalidValue, "the vessel id must not be nil").AtField("vessel_id")
+	}
+	return unavailable(r.store.WithVessel(ctx, vesselID, fn), "the store failed")
+}
 
 // Origin is what the integrator's authentication established about the
 // sender of a message.
@@ -38,7 +70,8 @@ type VesselRegistry interface {
 }
 
 // Limits bound what one vessel may keep staged. Exceeding any of them fails
-// closed with ErrStagingExhausted and changes nothing.
+// closed with ErrStagingExhausted and changes nothing; a bound of zero or
+// less admits nothing. [Usage] reports how full each bound is.
 type Limits struct {
 	IncompleteSnapshots int   // snapshots still staging
 	IncompleteBytes     int64 // their staged bytes
@@ -48,6 +81,12 @@ type Limits struct {
 
 // DefaultLimits allow a few snapshots in flight and keep the history of
 // dozens of activations. A maximal snapshot stages about 4.3 MB.
+//
+// Nothing is pruned by default, so the retained bound fills: after 32
+// finalized snapshots — about eight hours of 15-minute cycles — Finalize
+// fails with ErrStagingExhausted until an operator prunes or discards, or
+// [WithRetention] prunes after each activation. Watch [Usage] to warn
+// before then.
 var DefaultLimits = Limits{
 	IncompleteSnapshots: 8,
 	IncompleteBytes:     64 << 20,
@@ -66,13 +105,23 @@ func WithRegistry(r VesselRegistry) Option { return func(rc *Receiver) { rc.regi
 func WithLimits(l Limits) Option { return func(rc *Receiver) { rc.limits = l } }
 
 // WithRetention opts in to pruning after each activation, keeping the
-// newest keep finalized snapshots (and always the active one). By default
-// nothing is pruned automatically.
+// newest keep finalized snapshots (and always the active one), and to
+// pruning the oldest when the retained bounds are full. By default, and
+// with a negative keep, nothing is pruned automatically.
 func WithRetention(keep int) Option { return func(rc *Receiver) { rc.retain = keep } }
 
 // A Receiver runs the receiver's state machine over a Store. It keeps no
 // state of its own, so any number of Receivers, in any number of processes,
 // may share a Store. It is safe for concurrent use.
+//
+// Every error a method returns wraps exactly one class of package
+// sourcecatalog. A method refusing its input changes nothing; one failing
+// with ErrStoreUnavailable may be retried (Reconcile keeps what it
+// finalized before the failure). Methods taking a vessel id refuse
+// uuid.Nil, which no message can name, with ErrInvalidValue. When ctx is
+// done, or the store or the registry fails with an error of no class, the
+// error wraps ErrStoreUnavailable and that cause, so errors.Is(err,
+// context.Canceled) holds for a cancelled call.
 type Receiver struct {
 	store    Store
 	registry VesselRegistry
@@ -80,8 +129,11 @@ type Receiver struct {
 	retain   int // < 0: no automatic pruning
 }
 
-// NewReceiver returns a Receiver over store.
+// NewReceiver returns a Receiver over store. It panics if store is nil.
 func NewReceiver(store Store, opts ...Option) *Receiver {
+	if store == nil {
+		panic("finalize: NewReceiver with a nil Store")
+	}
 	r := &Receiver{store: store, limits: DefaultLimits, retain: -1}
 	for _, o := range opts {
 		o(r)
@@ -129,7 +181,7 @@ func (r *Receiver) admit(ctx context.Context, origin Origin, vessel uuid.UUID) e
 	}
 	ok, err := r.registry.IsRegistered(ctx, vessel)
 	if err != nil {
-		return fmt.Errorf("finalize: vessel registry: %w", err)
+		return unavailable(err, "the vessel registry failed")
 	}
 	if !ok {
 		return sourcecatalog.Errorf(ErrUnregisteredVessel, "not a registered telemetry vessel").AtField("vessel_id")

@@ -216,7 +216,7 @@ func testSameRevisionOtherDocument(t *testing.T, newStore NewStore) {
 		require.Equal(t, finalize.Rejected, out.Status)
 		require.ErrorIs(t, out.Err, finalize.ErrRevisionConflict)
 		out.Err = nil
-		require.Equal(t, e.outcome(finalize.Rejected, other, a), out)
+		require.Equal(t, e.outcome(finalize.Rejected, other, a), e.sansUsage(out))
 		e.requireActive(first, a)
 	}
 	out, err := e.r.Reconcile(e.ctx, e.vessel)
@@ -305,7 +305,7 @@ func (e *env) requireRejected(msgs []message, class error, a *envelope.Snapshot)
 		require.Equal(t, finalize.Outcome{
 			Status: finalize.Rejected, VesselID: e.vessel, SnapshotID: id, Revision: rev,
 			ActiveSnapshot: idOf(a), ActiveRevision: a.Manifest.Revision, Err: out.Err,
-		}, out)
+		}, e.sansUsage(out))
 		e.requireActive(a)
 	}
 	e.deliverAll(msgs, finalize.AlreadyReceived)
@@ -380,16 +380,35 @@ func testRejectOrder(t *testing.T, newStore NewStore) {
 	e.requireRejected(set.messages(t), sourcecatalog.ErrIntegrity, a)
 }
 
-// testRejectChunkBeyondCount: chunks arrive before a manifest claiming
-// fewer; the set has an index beyond chunk_count.
+// testRejectChunkBeyondCount: a staged set with a chunk index beyond its
+// manifest's chunk_count, which receiving refuses in either order (see
+// testManifestAfterChunkBeyond) but an older receiver may have left, is
+// rejected.
 func testRejectChunkBeyondCount(t *testing.T, newStore NewStore) {
 	e, a := rejectSetup(t, newStore)
 	s := e.build(2, baseInventory().withSensors("sensor", 150, "m"))
 	msgs := messagesOf(t, s)
 	m := s.Manifest
 	m.ChunkCount--
-	msgs = append(msgs[1:], manifestMessage(t, m.Canonical())) // chunks first
-	e.requireRejected(msgs, sourcecatalog.ErrIntegrity, a)
+	manifest := m.Canonical()
+	snap := finalize.Snapshot{
+		ID: idOf(s), Revision: m.Revision, State: finalize.StateStaging,
+		Manifest: manifest, ManifestDigest: canonical.Sum(manifest),
+		ChunkCount: m.ChunkCount, RecordCount: m.RecordCount, ChunksStaged: len(s.Chunks),
+		StagedBytes: stagedBytes(msgs[1:]) + int64(len(manifest)),
+	}
+	var chunks []finalize.StagedChunk
+	for _, c := range s.Chunks {
+		chunks = append(chunks, finalize.StagedChunk{Snapshot: idOf(s), Index: c.Index(), Canonical: c.Canonical(), Payload: c.PayloadSHA256()})
+	}
+	e.stage(snap, chunks)
+	for range 2 {
+		out, err := e.r.Finalize(e.ctx, e.vessel, idOf(s))
+		require.NoError(t, err, "a rejected set is an outcome, not an error")
+		require.Equal(t, finalize.Rejected, out.Status, "%+v", out)
+		require.ErrorIs(t, out.Err, sourcecatalog.ErrIntegrity)
+		e.requireActive(a)
+	}
 }
 
 func testRejectEmptyChunk(t *testing.T, newStore NewStore) {

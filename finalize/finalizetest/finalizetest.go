@@ -183,11 +183,13 @@ func (e *env) refuse(m message, class error) {
 	require.Zero(e.t, rc, "a refused message gets no receipt")
 }
 
+// finalize finalizes id and returns the outcome without its Usage, which
+// it requires to be the vessel's usage now (see sansUsage).
 func (e *env) finalize(id uuid.UUID) finalize.Outcome {
 	e.t.Helper()
 	out, err := e.r.Finalize(e.ctx, e.vessel, id)
 	require.NoError(e.t, err, "finalize %s", id)
-	return out
+	return e.sansUsage(out)
 }
 
 // activate delivers every message of s and finalizes it, which must
@@ -225,6 +227,9 @@ func (e *env) reconcile() []finalize.Outcome {
 	e.t.Helper()
 	outs, err := e.r.Reconcile(e.ctx, e.vessel)
 	require.NoError(e.t, err, "Reconcile")
+	for i := range outs {
+		outs[i].Usage = finalize.Usage{} // as it was after each Finalize: unknown now
+	}
 	return outs
 }
 

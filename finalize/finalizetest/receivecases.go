@@ -25,6 +25,7 @@ var receiveCases = []testCase{
 	{"ManifestConflict", testManifestConflict},
 	{"RevisionMismatch", testRevisionMismatch},
 	{"ChunkBeyondChunkCount", testChunkBeyondChunkCount},
+	{"ContradictionEitherOrder", testContradictionEitherOrder},
 }
 
 var admissionCases = []testCase{
@@ -34,6 +35,7 @@ var admissionCases = []testCase{
 	{"Malformed", testMalformed},
 	{"InvalidRecord", testInvalidRecord},
 	{"PayloadHash", testPayloadHash},
+	{"CancelledContext", testCancelledContext},
 }
 
 // changedInventory is baseInventory after a few changes of every kind: a
@@ -97,10 +99,78 @@ func (d delivery) requireStaging(t *testing.T, s *envelope.Snapshot, out finaliz
 	}
 }
 
+// rivals are messages of one snapshot of which every two contradict each
+// other: a manifest, a chunk at its chunk_count, a chunk of another
+// revision. Whichever arrives first is staged; the others are refused.
+type rivals struct {
+	msgs   []message
+	chunks int    // the manifest's chunk_count
+	winner string // the name of the first delivered, "" before
+}
+
+func newRivals(t *testing.T, e *env) (*rivals, uuid.UUID) {
+	t.Helper()
+	id := e.ids.next()
+	inv := baseInventory().withSensors("rival", 40, "m")
+	s := messagesOf(t, e.buildAs(id, 7, inv))
+	more := messagesOf(t, e.buildAs(id, 7, inv.withSensors("more", 150, "m")))
+	other := messagesOf(t, e.buildAs(id, 8, inv))
+	require.Greater(t, len(more), len(s), "fixture: a chunk at the chunk_count")
+	r := &rivals{msgs: []message{s[0], more[len(s)], other[1]}, chunks: len(s) - 1}
+	for i, n := range []string{"rival manifest", "rival chunk at chunk_count", "rival chunk of revision 8"} {
+		r.msgs[i].name = n
+	}
+	return r, id
+}
+
+// deliver sends m, one of r's messages, and requires the answer its order
+// earns.
+func (r *rivals) deliver(t *testing.T, e *env, m message, at string) {
+	t.Helper()
+	rc, err := e.send(m)
+	switch r.winner {
+	case "":
+		r.winner = m.name
+		require.NoError(t, err, "%s: the first of the rivals, %s, is staged", at, m.name)
+		require.Equal(t, m.receipt(finalize.Staged), rc, at)
+	case m.name:
+		require.NoError(t, err, "%s: %s", at, m.name)
+		require.Equal(t, m.receipt(finalize.AlreadyReceived), rc, at)
+	default:
+		require.ErrorIs(t, err, finalize.ErrConflict, "%s: %s after %s", at, m.name, r.winner)
+		require.Zero(t, rc, "%s: a refused message gets no receipt", at)
+	}
+}
+
+// requireStaging requires out, an outcome of the rivals' snapshot, to show
+// only the winner staged.
+func (r *rivals) requireStaging(t *testing.T, out finalize.Outcome, at string) {
+	t.Helper()
+	require.Equal(t, finalize.StatusStaging, out.Status, at)
+	var rev int64
+	for _, m := range r.msgs {
+		if m.name == r.winner {
+			rev = m.want.Revision
+		}
+	}
+	require.Equal(t, rev, out.Revision, "%s: %q staged", at, r.winner)
+	manifest := r.winner == r.msgs[0].name
+	require.Equal(t, !manifest, out.MissingManifest, at)
+	if manifest {
+		var all []int
+		for i := range r.chunks {
+			all = append(all, i)
+		}
+		require.Equal(t, all, out.MissingChunks, at)
+	}
+}
+
 // testAnyOrder is the property test: whatever the order of a snapshot's
 // manifest and chunks, with duplicates, retries, a straggler of an older
-// revision and Finalize or Reconcile tried at any point, the receiver ends
-// in the same state — the model's.
+// revision, messages that contradict each other and Finalize or Reconcile
+// tried at any point, the receiver ends in the same state — the model's —
+// and refuses the same messages: of the contradicting ones, all but the
+// first to arrive.
 func testAnyOrder(t *testing.T, newStore NewStore) {
 	base := seed(t)
 	const iterations = 30
@@ -114,9 +184,10 @@ func testAnyOrder(t *testing.T, newStore NewStore) {
 		require.GreaterOrEqual(t, len(b.Chunks), 4, "fixture: b is multi-chunk")
 		e.activate(a)
 		wantA, wantB := expect(e.vessel, a), expect(e.vessel, a, b)
+		riv, rivalID := newRivals(t, e)
 
 		var seq []message
-		for _, m := range append(messagesOf(t, b), messagesOf(t, old)...) {
+		for _, m := range slices.Concat(messagesOf(t, b), messagesOf(t, old), riv.msgs) {
 			for range 1 + rng.IntN(3) {
 				seq = append(seq, m)
 			}
@@ -127,6 +198,10 @@ func testAnyOrder(t *testing.T, newStore NewStore) {
 		d := delivery{}
 		activated := 0
 		for i, m := range seq {
+			if m.want.SnapshotID == rivalID {
+				riv.deliver(t, e, m, at(i))
+				continue
+			}
 			rc, err := e.send(m)
 			require.NoError(t, err, "%s: receive %s", at(i), m.name)
 			status := finalize.Staged
@@ -175,6 +250,8 @@ func testAnyOrder(t *testing.T, newStore NewStore) {
 				} else {
 					require.Equal(t, wantB, v, at(i))
 				}
+			case 4:
+				riv.requireStaging(t, e.finalize(rivalID), at(i))
 			}
 		}
 		for _, out := range e.reconcile() {
@@ -185,6 +262,7 @@ func testAnyOrder(t *testing.T, newStore NewStore) {
 		require.Equal(t, 1, activated, "iteration %d: activated exactly once", iter)
 		require.Equal(t, e.outcome(finalize.AlreadyActive, b, b), e.finalize(idOf(b)))
 		require.Equal(t, e.outcome(finalize.Superseded, old, b), e.finalize(idOf(old)))
+		riv.requireStaging(t, e.finalize(rivalID), "iteration "+strconv.Itoa(iter)+": end")
 		v := e.active()
 		require.Equal(t, wantB, v, "iteration %d: final state is the model's", iter)
 		if first == nil {
@@ -357,6 +435,56 @@ func testChunkBeyondChunkCount(t *testing.T, newStore NewStore) {
 	e.requireActive(s)
 }
 
+// testContradictionEitherOrder: of two messages of a snapshot that
+// contradict each other — a chunk index at or beyond the manifest's
+// chunk_count, another revision — whichever arrives first is staged and
+// the other is refused with ErrConflict and no receipt, in either order.
+func testContradictionEitherOrder(t *testing.T, newStore NewStore) {
+	e := newEnv(t, newStore)
+	a := e.build(1, baseInventory())
+	e.activate(a)
+	big := baseInventory().withSensors("sensor", 250, "m")
+	for _, tc := range []struct {
+		name  string
+		rival func(id uuid.UUID) message // contradicts the manifest of a one-chunk snapshot
+	}{
+		{"chunk 4 and chunk_count 1", func(id uuid.UUID) message {
+			msgs := messagesOf(t, e.buildAs(id, 2, big))
+			require.Greater(t, len(msgs), 5, "fixture: a chunk index 4")
+			return msgs[5]
+		}},
+		{"chunk 1 and chunk_count 1", func(id uuid.UUID) message { return messagesOf(t, e.buildAs(id, 2, big))[2] }},
+		{"another revision", func(id uuid.UUID) message { return messagesOf(t, e.buildAs(id, 3, baseInventory()))[1] }},
+	} {
+		for _, rivalFirst := range []bool{true, false} {
+			s := e.build(2, changedInventory(t))
+			msgs := messagesOf(t, s)
+			require.Len(t, msgs, 2, "fixture: one chunk")
+			manifest, rival := msgs[0], tc.rival(idOf(s))
+			first, second := manifest, rival
+			if rivalFirst {
+				first, second = rival, manifest
+			}
+			t.Logf("%s: %s first", tc.name, first.name)
+			view := e.active()
+			e.deliver(first, finalize.Staged)
+			for range 2 {
+				e.refuse(second, finalize.ErrConflict)
+				e.deliver(first, finalize.AlreadyReceived)
+			}
+			out := e.finalize(idOf(s))
+			require.Equal(t, finalize.StatusStaging, out.Status, tc.name)
+			require.Equal(t, first.want.Revision, out.Revision, "%s: only %s is staged", tc.name, first.name)
+			require.Equal(t, !first.manifest, out.MissingManifest, "%s: only %s is staged", tc.name, first.name)
+			if first.manifest {
+				require.Equal(t, []int{0}, out.MissingChunks, tc.name)
+			}
+			require.Equal(t, view, e.active(), tc.name)
+			e.discard(idOf(s))
+		}
+	}
+}
+
 // forVessel returns a copy of e for another vessel over the same store.
 func (e *env) forVessel(id uuid.UUID) *env {
 	c := *e
@@ -432,6 +560,7 @@ func testUnregisteredVessel(t *testing.T, newStore NewStore) {
 	s2 := e.build(2, changedInventory(t))
 	for _, m := range messagesOf(t, s2) {
 		e.refuse(m, broken)
+		e.refuse(m, finalize.ErrStoreUnavailable)
 	}
 	reg.set(e.vessel, false, nil)
 	for _, m := range messagesOf(t, s2) {
@@ -564,4 +693,38 @@ func testPayloadHash(t *testing.T, newStore NewStore) {
 	e.refuse(bad, sourcecatalog.ErrHashMismatch)
 	e.requireMissing(idOf(s), 1)
 	e.deliverLastAndActivate(s, msgs[2])
+}
+
+// testCancelledContext: with its context cancelled, every method of the
+// Receiver fails with an error wrapping ErrStoreUnavailable and
+// context.Canceled, and changes nothing.
+func testCancelledContext(t *testing.T, newStore NewStore) {
+	e := newEnv(t, newStore)
+	a := e.build(1, baseInventory())
+	e.activate(a)
+	s := e.build(2, changedInventory(t).withSensors("sensor", 150, "m"))
+	msgs := messagesOf(t, s)
+	e.deliverAll(msgs[:2], finalize.Staged)
+
+	ctx, cancel := context.WithCancel(e.ctx)
+	cancel()
+	calls := map[string]func() error{
+		"ReceiveManifest": func() error { _, err := e.r.ReceiveManifest(ctx, e.origin, msgs[0].raw); return err },
+		"ReceiveChunk":    func() error { _, err := e.r.ReceiveChunk(ctx, e.origin, msgs[2].raw); return err },
+		"Finalize":        func() error { _, err := e.r.Finalize(ctx, e.vessel, idOf(s)); return err },
+		"Reconcile":       func() error { _, err := e.r.Reconcile(ctx, e.vessel); return err },
+		"Discard":         func() error { return e.r.Discard(ctx, e.vessel, idOf(s)) },
+		"Prune":           func() error { return e.r.Prune(ctx, e.vessel, 0) },
+		"Active":          func() error { _, err := e.r.Active(ctx, e.vessel); return err },
+		"Usage":           func() error { _, err := e.r.Usage(ctx, e.vessel); return err },
+	}
+	for name, call := range calls {
+		err := call()
+		require.ErrorIs(t, err, finalize.ErrStoreUnavailable, name)
+		require.ErrorIs(t, err, context.Canceled, name)
+	}
+	e.requireMissing(idOf(s), 1, 2, 3)
+	e.requireActive(a)
+	e.deliverAll(msgs[2:], finalize.Staged)
+	require.Equal(t, e.outcome(finalize.Activated, s, s), e.finalize(idOf(s)))
 }

@@ -21,6 +21,7 @@ var stagingCases = []testCase{
 	{"Retention", testRetention},
 	{"RetentionMakesRoom", testRetentionMakesRoom},
 	{"RetentionKeepsActive", testRetentionKeepsActive},
+	{"Usage", testUsage},
 }
 
 // roomy is a bound no test reaches.
@@ -34,6 +35,41 @@ func (e *env) discard(id uuid.UUID) {
 func (e *env) prune(keep int) {
 	e.t.Helper()
 	require.NoError(e.t, e.r.Prune(e.ctx, e.vessel, keep), "Prune")
+}
+
+// storedUsage sums what the store holds for the vessel, by bound, with the
+// limits of e's receiver.
+func (e *env) storedUsage() finalize.Usage {
+	e.t.Helper()
+	u, err := e.r.Usage(e.ctx, e.vessel)
+	require.NoError(e.t, err, "Usage")
+	var stored finalize.Usage
+	e.in(func(tx finalize.Tx) error {
+		all, err := tx.Snapshots(e.ctx)
+		stored = finalize.Usage{}
+		for _, s := range all {
+			g, b := &stored.RetainedSnapshots, &stored.RetainedBytes
+			if s.State == finalize.StateStaging {
+				g, b = &stored.IncompleteSnapshots, &stored.IncompleteBytes
+			}
+			g.Used++
+			b.Used += s.StagedBytes
+		}
+		return err
+	})
+	stored.IncompleteSnapshots.Limit, stored.IncompleteBytes.Limit = u.IncompleteSnapshots.Limit, u.IncompleteBytes.Limit
+	stored.RetainedSnapshots.Limit, stored.RetainedBytes.Limit = u.RetainedSnapshots.Limit, u.RetainedBytes.Limit
+	require.Equal(e.t, stored, u, "Usage is what the store holds")
+	return u
+}
+
+// sansUsage requires out.Usage to be the vessel's usage now, and returns
+// out without it, for comparison.
+func (e *env) sansUsage(out finalize.Outcome) finalize.Outcome {
+	e.t.Helper()
+	require.Equal(e.t, e.storedUsage(), out.Usage, "Outcome.Usage")
+	out.Usage = finalize.Usage{}
+	return out
 }
 
 // requireExhausted requires Finalize to fail closed with
@@ -319,4 +355,85 @@ func testRetentionKeepsActive(t *testing.T, newStore NewStore) {
 	require.Equal(t, e.outcome(finalize.Superseded, s1, s2), e.finalize(idOf(s1)), "the snapshot active when room was made is kept")
 	require.True(t, e.finalize(bad.manifest.SnapshotID).MissingManifest, "the rejected one was pruned")
 	e.requireActive(s1, s2)
+}
+
+// testUsage: Usage, and Outcome.Usage, count exactly what is staged and
+// retained, in snapshots and in the bytes of the messages staged, after
+// every receipt, refusal, Finalize, Prune and Discard.
+func testUsage(t *testing.T, newStore NewStore) {
+	limits := finalize.Limits{IncompleteSnapshots: 3, IncompleteBytes: roomy, RetainedSnapshots: 4, RetainedBytes: 2 * roomy}
+	e := newEnv(t, newStore, finalize.WithLimits(limits))
+	var want finalize.Usage
+	want.IncompleteSnapshots.Limit, want.IncompleteBytes.Limit = 3, roomy
+	want.RetainedSnapshots.Limit, want.RetainedBytes.Limit = 4, 2*roomy
+	check := func(step string) {
+		t.Helper()
+		u, err := e.r.Usage(e.ctx, e.vessel)
+		require.NoError(t, err, step)
+		require.Equal(t, want, u, step)
+	}
+	incomplete := func(snapshots int64, msgs []message) {
+		want.IncompleteSnapshots.Used += snapshots
+		want.IncompleteBytes.Used += stagedBytes(msgs)
+	}
+	retain := func(snapshots int64, msgs []message) {
+		want.RetainedSnapshots.Used += snapshots
+		want.RetainedBytes.Used += stagedBytes(msgs)
+	}
+	check("nothing staged")
+
+	s1 := e.build(1, baseInventory())
+	s2 := e.build(2, changedInventory(t).withSensors("sensor", 150, "m"))
+	s3 := e.build(3, baseInventory().withSensors("probe", 150, "m"))
+	m1, m2, m3 := messagesOf(t, s1), messagesOf(t, s2), messagesOf(t, s3)
+	e.deliver(m2[2], finalize.Staged)
+	incomplete(1, m2[2:3])
+	check("a chunk of s2")
+	e.deliverAll(m2[:2], finalize.Staged)
+	incomplete(0, m2[:2])
+	check("s2 growing")
+	e.deliverAll(m2[:3], finalize.AlreadyReceived)
+	e.refuse(messagesOf(t, e.buildAs(idOf(s2), 2, baseInventory()))[0], finalize.ErrConflict)
+	check("retries and refusals stage nothing")
+
+	e.deliverAll(m1, finalize.Staged)
+	incomplete(1, m1)
+	check("s1 complete")
+	out, err := e.r.Finalize(e.ctx, e.vessel, idOf(s1))
+	require.NoError(t, err)
+	require.Equal(t, finalize.Activated, out.Status)
+	incomplete(-1, nil)
+	want.IncompleteBytes.Used -= stagedBytes(m1)
+	retain(1, m1)
+	require.Equal(t, want, out.Usage, "Outcome.Usage after the activation")
+	check("s1 activated")
+	require.Equal(t, 0.25, out.Usage.RetainedSnapshots.Fraction(), "1 of 4 retained")
+	require.Equal(t, 1.0/3, out.Usage.Highest(), "the fullest bound: 1 of 3 incomplete")
+
+	e.deliverAll(m2[3:], finalize.Staged)
+	incomplete(0, m2[3:])
+	e.deliverAll(m3[:1], finalize.Staged)
+	incomplete(1, m3[:1])
+	check("s3 started")
+	require.Equal(t, 2.0/3, e.storedUsage().Highest(), "the fullest bound: 2 of 3 incomplete")
+	require.Equal(t, finalize.Activated, e.finalize(idOf(s2)).Status)
+	incomplete(-1, nil)
+	want.IncompleteBytes.Used -= stagedBytes(m2)
+	retain(1, m2)
+	check("s2 activated")
+
+	e.prune(1)
+	retain(-1, nil)
+	want.RetainedBytes.Used -= stagedBytes(m1)
+	check("s1 pruned")
+	e.discard(idOf(s3))
+	incomplete(-1, nil)
+	want.IncompleteBytes.Used -= stagedBytes(m3[:1])
+	check("s3 discarded")
+	require.ErrorIs(t, e.r.Discard(e.ctx, e.vessel, idOf(s2)), finalize.ErrActiveSnapshot)
+	check("the active snapshot is not discarded")
+	require.Equal(t, finalize.Usage{
+		IncompleteSnapshots: finalize.Gauge{Limit: 3}, IncompleteBytes: finalize.Gauge{Limit: roomy},
+		RetainedSnapshots: finalize.Gauge{Used: 1, Limit: 4}, RetainedBytes: finalize.Gauge{Used: stagedBytes(m2), Limit: 2 * roomy},
+	}, want, "the test's own sums")
 }
