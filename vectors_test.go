@@ -82,6 +82,7 @@ var apis = []string{"transform", "record", "records", "build", "manifest", "chun
 type golden struct {
 	file      string
 	api       string
+	spec      string // the SPEC.md section the vector exercises, such as "6.2"
 	ok        bool
 	class     string // error name, when !ok
 	detail    string
@@ -114,11 +115,12 @@ var (
 	hexDigest  = regexp.MustCompile(`^[0-9a-f]{64}$`)
 	lowerHex   = regexp.MustCompile(`^([0-9a-f]{2})*$`)
 	count      = regexp.MustCompile(`^(0|[1-9][0-9]*)$`)
+	specRef    = regexp.MustCompile(`^[1-9][0-9]*(\.[1-9][0-9]*)?$`)
 )
 
 // Header keys: whether they may repeat.
 var headerKeys = map[string]bool{
-	"api": false, "expect": false, "error": false, "detail": false, "offset": false,
+	"api": false, "spec": false, "expect": false, "error": false, "detail": false, "offset": false,
 	"where": true, "comment": true,
 	"vessel": false, "snapshot": false, "revision": false, "discovered-at": false,
 	"truncated": false, "pagination-uncertain": false,
@@ -230,6 +232,12 @@ func (g *golden) interpret(h map[string]string) error {
 	}
 	if _, known := okOutputs[g.api]; !known {
 		return fmt.Errorf("unknown api %q", g.api)
+	}
+	if g.spec, ok = take("spec"); !ok {
+		return errors.New("missing spec")
+	}
+	if !specRef.MatchString(g.spec) {
+		return fmt.Errorf("spec %q is not a SPEC.md section number such as 6.2", g.spec)
 	}
 	switch expect, _ := take("expect"); expect {
 	case "ok":
@@ -499,7 +507,7 @@ func TestVectorsUpToDate(t *testing.T) {
 func TestVectorParserIsStrict(t *testing.T) {
 	body := []byte("{}")
 	sum := sha256.Sum256(body)
-	valid := "api: transform\nexpect: ok\ncanonical-hex: 7b7d\ncanonical-sha256: " + hex.EncodeToString(sum[:]) + "\n\n{}"
+	valid := "api: transform\nspec: 3.1\nexpect: ok\ncanonical-hex: 7b7d\ncanonical-sha256: " + hex.EncodeToString(sum[:]) + "\n\n{}"
 	_, err := parseGolden("001-valid.txt", []byte(valid))
 	require.NoError(t, err)
 
@@ -511,6 +519,10 @@ func TestVectorParserIsStrict(t *testing.T) {
 		"repeated key":          {"001-x.txt", insert("api: transform")},
 		"missing api":           {"001-x.txt", strings.Replace(valid, "api: transform\n", "", 1)},
 		"unknown api":           {"001-x.txt", strings.Replace(valid, "api: transform", "api: verify", 1)},
+		"missing spec":          {"001-x.txt", strings.Replace(valid, "spec: 3.1\n", "", 1)},
+		"spec with section":     {"001-x.txt", strings.Replace(valid, "spec: 3.1", "spec: S3.1", 1)},
+		"spec with two levels":  {"001-x.txt", strings.Replace(valid, "spec: 3.1", "spec: 3.1.2", 1)},
+		"spec repeats":          {"001-x.txt", insert("spec: 3.2")},
 		"missing expect":        {"001-x.txt", strings.Replace(valid, "expect: ok\n", "", 1)},
 		"missing output":        {"001-x.txt", strings.Replace(valid, "canonical-hex: 7b7d\n", "", 1)},
 		"output not hex":        {"001-x.txt", strings.Replace(valid, "7b7d", "7B7D", 1)},
@@ -521,14 +533,14 @@ func TestVectorParserIsStrict(t *testing.T) {
 		"empty value":           {"001-x.txt", insert("comment: ")},
 		"non-ASCII comment":     {"001-x.txt", insert("comment: caf\u00e9")},
 		"bad file name":         {"1-x.txt", valid},
-		"error without class":   {"001-x.txt", "api: record\nexpect: error\n\n{}"},
-		"unknown class":         {"001-x.txt", "api: record\nexpect: error\nerror: oops\n\n{}"},
-		"output on error":       {"001-x.txt", "api: record\nexpect: error\nerror: integrity\ncanonical-sha256: " + hex.EncodeToString(sum[:]) + "\n\n{}"},
-		"transform sans offset": {"001-x.txt", "api: transform\nexpect: error\nerror: malformed-json\ndetail: syntax\n\n{"},
-		"detail on integrity":   {"001-x.txt", "api: record\nexpect: error\nerror: integrity\ndetail: syntax\n\n{}"},
-		"bad where":             {"001-x.txt", "api: record\nexpect: error\nerror: integrity\nwhere: chunk=x\n\n{}"},
-		"where repeats part":    {"001-x.txt", "api: record\nexpect: error\nerror: integrity\nwhere: chunk=1 chunk=2\n\n{}"},
-		"build without input":   {"001-x.txt", "api: build\nexpect: error\nerror: integrity\n\n[]"},
+		"error without class":   {"001-x.txt", "api: record\nspec: 4.1\nexpect: error\n\n{}"},
+		"unknown class":         {"001-x.txt", "api: record\nspec: 4.1\nexpect: error\nerror: oops\n\n{}"},
+		"output on error":       {"001-x.txt", "api: record\nspec: 4.1\nexpect: error\nerror: integrity\ncanonical-sha256: " + hex.EncodeToString(sum[:]) + "\n\n{}"},
+		"transform sans offset": {"001-x.txt", "api: transform\nspec: 4.1\nexpect: error\nerror: malformed-json\ndetail: syntax\n\n{"},
+		"detail on integrity":   {"001-x.txt", "api: record\nspec: 4.1\nexpect: error\nerror: integrity\ndetail: syntax\n\n{}"},
+		"bad where":             {"001-x.txt", "api: record\nspec: 4.1\nexpect: error\nerror: integrity\nwhere: chunk=x\n\n{}"},
+		"where repeats part":    {"001-x.txt", "api: record\nspec: 4.1\nexpect: error\nerror: integrity\nwhere: chunk=1 chunk=2\n\n{}"},
+		"build without input":   {"001-x.txt", "api: build\nspec: 4.1\nexpect: error\nerror: integrity\n\n[]"},
 	}
 	for name, tc := range bad {
 		_, err := parseGolden(tc.file, []byte(tc.text))

@@ -51,6 +51,7 @@ const (
 type vector struct {
 	name    string   // short kebab-case name; the file name adds a number and the api
 	api     string   // one of the api constants
+	spec    string   // the SPEC.md section the vector exercises, from specSections
 	notes   []string // comment lines
 	input   []field  // build inputs (vessel, snapshot, ...)
 	payload []byte
@@ -104,7 +105,7 @@ func fail(api, name, payload, class string) vector {
 func Files() (map[string][]byte, error) {
 	groups := []func() ([]vector, error){
 		transformVectors, recordVectors, recordsVectors, buildVectors,
-		manifestVectors, chunkVectors, snapshotVectors,
+		manifestVectors, chunkVectors, snapshotVectors, settledVectors,
 	}
 	var all []vector
 	for _, g := range groups {
@@ -113,6 +114,9 @@ func Files() (map[string][]byte, error) {
 			return nil, err
 		}
 		all = append(all, vs...)
+	}
+	if err := assignSections(all); err != nil {
+		return nil, err
 	}
 	files := make(map[string][]byte, len(all))
 	for i, v := range all {
@@ -136,7 +140,7 @@ func render(v vector) ([]byte, error) {
 	if !shortName.MatchString(v.name) {
 		return nil, fmt.Errorf("bad short name %q", v.name)
 	}
-	h := []field{{"api", v.api}}
+	h := []field{{"api", v.api}, {"spec", v.spec}}
 	for _, n := range v.notes {
 		h = append(h, field{"comment", n})
 	}
