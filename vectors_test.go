@@ -448,7 +448,7 @@ func TestVectors(t *testing.T) {
 }
 
 // TestVectorCoverage checks that the vectors exercise every api, every
-// error class of DESIGN §9 that a decoder or Build can return, and every
+// error class of SPEC.md §10.1 that a decoder or Build can return, and every
 // detail of a canonical syntax error.
 func TestVectorCoverage(t *testing.T) {
 	perAPI := map[string]int{}
@@ -936,7 +936,7 @@ func body(records []*catalog.Record) []byte {
 	return append(b, "]}"...)
 }
 
-// chunkText writes a chunk of the given records the way DESIGN §5 says.
+// chunkText writes a chunk of the given records the way SPEC.md §6.3 says.
 func chunkText(c *envelope.Chunk, records []*catalog.Record) string {
 	b := body(records)
 	return fmt.Sprintf(`{"chunk_index":%d,"payload_sha256":"%s","protocol":"%s","records":%s,"revision":%d,"snapshot_id":"%s","vessel_id":"%s"}`,

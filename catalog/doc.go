@@ -1,6 +1,6 @@
 // Package catalog defines the records of a Source Catalog snapshot — path,
 // source and observation — with their validation, canonical global order and
-// integrity rules (protocol v2, DESIGN §4).
+// integrity rules (protocol v2: SPEC.md §4 and §5).
 //
 // A [*Record] is immutable and holds its canonical RFC 8785 bytes, computed
 // once when the record is constructed ([NewPath], [NewSource],

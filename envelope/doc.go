@@ -1,6 +1,6 @@
 // Package envelope implements the wire format of a Source Catalog v2
 // snapshot: one manifest and 1 to sourcecatalog.MaxChunks chunks of records
-// (DESIGN §5).
+// (SPEC.md §6 and §7.2–§7.3).
 //
 // [Build] orders, checks and cuts validated records into chunks with a
 // greedy chunker and computes the hashes. [DecodeManifest] and

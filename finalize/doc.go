@@ -1,5 +1,5 @@
 // Package finalize is the receiver side of the Source Catalog protocol v2
-// (DESIGN §7; draft 0.1.0, "Completion, retries, and atomic activation"):
+// (SPEC.md §8; draft 0.1.0, "Completion, retries, and atomic activation"):
 // durable staging of manifests and chunks, a resumable finalize step that
 // verifies a complete snapshot, and atomic activation of the vessel's
 // catalog.
