@@ -47,7 +47,8 @@ var ErrNotFound = errors.New("finalize: not found")
 //
 // Byte slices passed to a Tx are never modified by the caller afterwards,
 // so a Store may keep them without copying; byte slices a Tx returns must
-// not be modified by the caller.
+// not be modified by the caller, and keep their contents after the
+// transaction: a Store never hands out memory it reuses or unmaps.
 //
 // The Receiver calls a Tx from the callback's goroutine only, one method
 // at a time, and never after the callback has returned; a Tx need not be

@@ -27,7 +27,12 @@ var ErrNotFound = errors.New("outbox: not found")
 
 // A Tx is the transaction WithVessel hands to its callback, on one vessel.
 // Byte slices passed in are never modified afterwards; slices returned must
-// not be modified.
+// not be modified by the caller and keep their contents after the
+// transaction, so a Store never hands out memory it reuses or unmaps.
+//
+// The Writer and the Publisher call a Tx from the callback's goroutine
+// only, one method at a time. Every method returns ctx's error when ctx is
+// done.
 type Tx interface {
 	// NextRevision allocates the vessel's next revision: one more than the
 	// last allocated (1 for the first), persisted with the transaction. A

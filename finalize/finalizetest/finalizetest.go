@@ -1,6 +1,6 @@
 // Package finalizetest is the conformance suite of package finalize: any
 // finalize.Store — memstore, a database store, an integrator's own — runs
-// a finalize.Receiver through every rule of the receiver (DESIGN §7; draft
+// a finalize.Receiver through every rule of the receiver (SPEC.md §8; draft
 // 0.1.0, "Completion, retries, and atomic activation") and must pass.
 //
 //	func TestConformance(t *testing.T) {
@@ -9,9 +9,29 @@
 //
 // Run checks the active catalog against a model of the inventory written
 // from the rules, not from the implementation, and reports each behaviour
-// as its own subtest. It also checks the Tx contract directly, and enumerates
-// crashes at every operation and commit point of a scenario with FaultStore,
-// which store-specific tests may use too.
+// as its own subtest. It also checks the Tx contract directly — every
+// method answers a done context with its error, WithVessel returns the
+// callback's error itself, byte slices read stay as they were after the
+// transaction — and enumerates crashes at every operation and commit point
+// of a scenario with FaultStore, which store-specific tests may use too.
+// A failure names the rule it checks.
+//
+// A store that keeps its data somewhere a process can close and open again
+// should also pass RunReopen, which reopens it after every transaction:
+//
+//	finalizetest.RunReopen(t, func(t *testing.T) (finalize.Store, func() (finalize.Store, error)) {
+//		path := filepath.Join(t.TempDir(), "catalog.db")
+//		s, err := mystore.Open(path)
+//		require.NoError(t, err)
+//		t.Cleanup(func() { s.Close() }) // the last store opened
+//		return s, func() (finalize.Store, error) {
+//			if err := s.Close(); err != nil {
+//				return nil, err
+//			}
+//			s, err = mystore.Open(path)
+//			return s, err
+//		}
+//	})
 //
 // The randomised tests (the message-order property test and the revision
 // race) log their seed; set the environment variable FINALIZETEST_SEED to

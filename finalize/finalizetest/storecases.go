@@ -28,6 +28,9 @@ var storeCases = []testCase{
 	{"VesselIsolation", testStoreIsolation},
 	{"Serialised", testStoreSerialised},
 	{"ContextDone", testStoreContext},
+	{"TxContextDone", testTxContextDone},
+	{"CallbackErrorUnchanged", testCallbackErrorUnchanged},
+	{"BytesOutliveTransaction", testBytesOutliveTransaction},
 }
 
 // in runs fn in a transaction that must succeed.
@@ -66,7 +69,7 @@ func testStoreCommit(t *testing.T, newStore NewStore) {
 		require.Equal(t, s, got, "a transaction reads its own writes")
 		gc, err := tx.Chunk(e.ctx, s.ID, 1)
 		require.NoError(t, err)
-		require.Equal(t, c, gc)
+		require.Equal(t, c, gc, "a transaction reads its own chunk")
 		s.ChunksStaged, s.State = 1, finalize.StateRejected
 		s.Reason, s.Final = "because", finalize.Rejected
 		return tx.PutSnapshot(e.ctx, s) // replaces
@@ -77,10 +80,10 @@ func testStoreCommit(t *testing.T, newStore NewStore) {
 		require.Equal(t, s, got, "committed, the last PutSnapshot wins")
 		gc, err := tx.Chunk(e.ctx, s.ID, 1)
 		require.NoError(t, err)
-		require.Equal(t, c, gc)
+		require.Equal(t, c, gc, "committed, a chunk is kept as put")
 		all, err := tx.Snapshots(e.ctx)
 		require.NoError(t, err)
-		require.Equal(t, []finalize.Snapshot{s}, all)
+		require.Equal(t, []finalize.Snapshot{s}, all, "Snapshots returns every committed snapshot")
 		return nil
 	})
 }
@@ -107,25 +110,25 @@ func testStoreRollback(t *testing.T, newStore NewStore) {
 		require.NoError(t, tx.PutItems(e.ctx, []finalize.Item{{Key: finalize.ItemKey{Kind: catalog.KindPath, Path: "a.b"}, Record: []byte(recordFor(finalize.ItemKey{Kind: catalog.KindPath, Path: "a.b"}, 0)), Current: true}}))
 		return boom
 	})
-	require.ErrorIs(t, err, boom, "WithVessel returns the callback's error")
+	require.Truef(t, err == boom, "WithVessel must return the callback's error unchanged (finalize.Store contract): got %v", err)
 
 	e.in(func(tx finalize.Tx) error {
 		_, err := tx.Snapshot(e.ctx, s.ID)
 		require.ErrorIs(t, err, finalize.ErrNotFound, "a failed callback leaves nothing written")
 		_, err = tx.Chunk(e.ctx, s.ID, 0)
-		require.ErrorIs(t, err, finalize.ErrNotFound)
+		require.ErrorIs(t, err, finalize.ErrNotFound, "a failed callback leaves no chunk written")
 		got, err := tx.Snapshot(e.ctx, kept.ID)
 		require.NoError(t, err, "a failed callback deletes nothing")
-		require.Equal(t, kept, got)
+		require.Equal(t, kept, got, "a failed callback changes no snapshot")
 		v, err := tx.Vessel(e.ctx)
 		require.NoError(t, err)
-		require.Zero(t, v)
+		require.Zero(t, v, "a failed callback leaves the vessel as it was")
 		idx, err := tx.Index(e.ctx)
 		require.NoError(t, err)
-		require.Empty(t, idx)
+		require.Nil(t, idx, "Tx.Index must return nil before the first activation, also after a rolled-back SetIndex (finalize.Tx contract)")
 		items, err := tx.Items(e.ctx)
 		require.NoError(t, err)
-		require.ElementsMatch(t, before, items)
+		require.ElementsMatch(t, before, items, "a failed callback writes no item")
 		return nil
 	})
 }
@@ -135,9 +138,9 @@ func testStoreNotFound(t *testing.T, newStore NewStore) {
 	s := e.stagedSnapshot(1, 2)
 	e.in(func(tx finalize.Tx) error {
 		_, err := tx.Snapshot(e.ctx, s.ID)
-		require.ErrorIs(t, err, finalize.ErrNotFound)
+		require.ErrorIs(t, err, finalize.ErrNotFound, "Tx.Snapshot of an unknown snapshot returns ErrNotFound (finalize.Tx contract)")
 		_, err = tx.Chunk(e.ctx, s.ID, 0)
-		require.ErrorIs(t, err, finalize.ErrNotFound)
+		require.ErrorIs(t, err, finalize.ErrNotFound, "Tx.Chunk of an unknown chunk returns ErrNotFound (finalize.Tx contract)")
 		if err := tx.PutSnapshot(e.ctx, s); err != nil {
 			return err
 		}
@@ -150,10 +153,10 @@ func testStoreNotFound(t *testing.T, newStore NewStore) {
 	})
 	e.in(func(tx finalize.Tx) error {
 		_, err := tx.Chunk(e.ctx, s.ID, 1)
-		require.ErrorIs(t, err, finalize.ErrNotFound)
+		require.ErrorIs(t, err, finalize.ErrNotFound, "Tx.Chunk of an unknown chunk returns ErrNotFound (finalize.Tx contract)")
 		chunks, err := tx.Chunks(e.ctx, e.ids.next())
 		require.NoError(t, err, "Chunks of an unknown snapshot")
-		require.Empty(t, chunks)
+		require.Empty(t, chunks, "Chunks of an unknown snapshot is empty")
 		return nil
 	})
 }
@@ -202,7 +205,7 @@ func testStoreDelete(t *testing.T, newStore NewStore) {
 	})
 	requireGone := func(tx finalize.Tx, id uuid.UUID) {
 		_, err := tx.Snapshot(e.ctx, id)
-		require.ErrorIs(t, err, finalize.ErrNotFound)
+		require.ErrorIs(t, err, finalize.ErrNotFound, "a deleted snapshot is not found")
 		_, err = tx.Chunk(e.ctx, id, 0)
 		require.ErrorIs(t, err, finalize.ErrNotFound, "chunks go with their snapshot")
 		chunks, err := tx.Chunks(e.ctx, id)
@@ -215,7 +218,7 @@ func testStoreDelete(t *testing.T, newStore NewStore) {
 		requireGone(tx, a.ID)
 		all, err := tx.Snapshots(e.ctx)
 		require.NoError(t, err)
-		require.Equal(t, []finalize.Snapshot{b}, all)
+		require.Equal(t, []finalize.Snapshot{b}, all, "DeleteSnapshot removes the snapshot from Snapshots")
 		return nil
 	})
 	e.in(func(tx finalize.Tx) error {
@@ -234,7 +237,7 @@ func testStoreDelete(t *testing.T, newStore NewStore) {
 		require.NoError(t, err)
 		require.Empty(t, chunks, "a snapshot deleted and put again has no chunks")
 		_, err = tx.Chunk(e.ctx, b.ID, 0)
-		require.ErrorIs(t, err, finalize.ErrNotFound)
+		require.ErrorIs(t, err, finalize.ErrNotFound, "a snapshot deleted and put again has no chunks")
 		return nil
 	})
 	e.in(func(tx finalize.Tx) error {
@@ -242,7 +245,7 @@ func testStoreDelete(t *testing.T, newStore NewStore) {
 		require.NoError(t, err)
 		require.Empty(t, chunks, "committed: a snapshot deleted and put again has no chunks")
 		_, err = tx.Chunk(e.ctx, b.ID, 1)
-		require.ErrorIs(t, err, finalize.ErrNotFound)
+		require.ErrorIs(t, err, finalize.ErrNotFound, "committed: a snapshot deleted and put again has no chunks")
 		return nil
 	})
 }
@@ -255,10 +258,10 @@ func testStoreVesselIndex(t *testing.T, newStore NewStore) {
 		require.Zero(t, v, "a vessel never activated has the zero state")
 		idx, err := tx.Index(e.ctx)
 		require.NoError(t, err)
-		require.Empty(t, idx, "no index before the first activation")
+		require.Nil(t, idx, "Tx.Index must return nil before the first activation (finalize.Tx contract)")
 		items, err := tx.Items(e.ctx)
 		require.NoError(t, err)
-		require.Empty(t, items)
+		require.Empty(t, items, "a vessel never activated has no items")
 		return nil
 	})
 	doc := canonical.Sum([]byte("document"))
@@ -273,16 +276,16 @@ func testStoreVesselIndex(t *testing.T, newStore NewStore) {
 		require.NoError(t, tx.SetIndex(e.ctx, index))
 		got, err := tx.Index(e.ctx)
 		require.NoError(t, err)
-		require.Equal(t, index, got)
+		require.Equal(t, index, got, "a transaction reads its own SetIndex")
 		return nil
 	})
 	e.in(func(tx finalize.Tx) error {
 		v, err := tx.Vessel(e.ctx)
 		require.NoError(t, err)
-		require.Equal(t, vs.ActiveSnapshot, v.ActiveSnapshot)
-		require.Equal(t, vs.ActiveRevision, v.ActiveRevision)
+		require.Equal(t, vs.ActiveSnapshot, v.ActiveSnapshot, "committed: SetVessel replaces the active pointer")
+		require.Equal(t, vs.ActiveRevision, v.ActiveRevision, "committed: SetVessel replaces the active pointer")
 		require.True(t, vs.ActiveDiscoveredAt.Equal(v.ActiveDiscoveredAt), "discovered-at kept")
-		require.Equal(t, doc, v.ActiveDocument)
+		require.Equal(t, doc, v.ActiveDocument, "committed: SetVessel replaces the active pointer")
 		got, err := tx.Index(e.ctx)
 		require.NoError(t, err)
 		require.Equal(t, index, got, "the index in canonical order, as given")
@@ -347,7 +350,7 @@ func testStoreItems(t *testing.T, newStore NewStore) {
 			{Kind: "path", Path: q.Path, Record: recordFor(q, 1), FirstSeen: seenView(s1), LastSeen: seenView(s1)},
 			{Kind: "path", Path: p.Path, Record: recordFor(p, 2), FirstSeen: seenView(s1), Current: true},
 			{Kind: "observation", Path: o.Path, SourceRef: o.SourceRef, Record: recordFor(o, 1), FirstSeen: seenView(s1), Current: true},
-		}, itemViews(items))
+		}, itemViews(items), "PutItems replaces the record and keeps FirstSeen; RetireItems sets Current false and LastSeen (finalize.Tx contract)")
 		// q comes back, then o leaves; the same transaction sees both.
 		require.NoError(t, tx.PutItems(e.ctx, []finalize.Item{item(q, recordFor(q, 3), s3)}))
 		require.NoError(t, tx.RetireItems(e.ctx, []finalize.ItemKey{o}, s2))
@@ -381,16 +384,16 @@ func testStoreIsolation(t *testing.T, newStore NewStore) {
 		_, err := tx.Snapshot(e.ctx, s.ID)
 		require.ErrorIs(t, err, finalize.ErrNotFound, "another vessel's snapshot")
 		_, err = tx.Chunk(e.ctx, s.ID, 0)
-		require.ErrorIs(t, err, finalize.ErrNotFound)
+		require.ErrorIs(t, err, finalize.ErrNotFound, "another vessel's chunk")
 		all, err := tx.Snapshots(e.ctx)
 		require.NoError(t, err)
-		require.Empty(t, all)
+		require.Empty(t, all, "a transaction sees only its own vessel's snapshots")
 		v, err := tx.Vessel(e.ctx)
 		require.NoError(t, err)
-		require.Zero(t, v)
+		require.Zero(t, v, "a transaction sees only its own vessel's pointer")
 		items, err := tx.Items(e.ctx)
 		require.NoError(t, err)
-		require.Empty(t, items)
+		require.Empty(t, items, "a transaction sees only its own vessel's items")
 		return nil
 	})
 }

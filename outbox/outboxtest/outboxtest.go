@@ -1,6 +1,6 @@
 // Package outboxtest is the conformance suite of package outbox: any
 // outbox.Store — MemStore, mysqlstore.Outbox, an integrator's own — runs
-// the on-board rules (DESIGN §6; draft 0.1.0, "Completion, retries, and
+// the on-board rules (SPEC.md §7.4–§7.5; draft 0.1.0, "Completion, retries, and
 // atomic activation", item 1) through outbox.Writer and outbox.Publisher,
 // and must pass.
 //
@@ -14,7 +14,13 @@
 // operation and commit point of a Commit and of a Publish pass, injected by
 // FaultStore, which store-specific tests may use too; concurrent cycles of
 // one vessel; and the Publisher's capability gate, receipts, retries,
-// conflicts and tampered bytes against a recording fake transport.
+// conflicts and tampered bytes against a recording fake transport. The Tx
+// checks include that every method answers a done context with its error,
+// that WithVessel returns the callback's error itself and that payloads
+// read stay as they were after the transaction; a failure names the rule
+// it checks. A store that keeps its data somewhere a process can close and
+// open again should also pass RunReopen, which reopens it after every
+// transaction (see finalizetest.RunReopen for an example).
 package outboxtest
 
 import (

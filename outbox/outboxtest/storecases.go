@@ -30,6 +30,9 @@ var storeCases = []testCase{
 	{"VesselIsolation", testVesselIsolation},
 	{"Serialised", testSerialised},
 	{"ContextCanceled", testContextCanceled},
+	{"TxContextDone", testTxContextDone},
+	{"CallbackErrorUnchanged", testCallbackErrorUnchanged},
+	{"BytesOutliveTransaction", testBytesOutliveTransaction},
 }
 
 // fakeEntries returns the entries of a snapshot with a manifest and n
@@ -108,7 +111,7 @@ func testRollback(t *testing.T, newStore NewStore) {
 	err := e.store.WithVessel(e.ctx, e.vessel, func(tx outbox.Tx) error {
 		rev, err := tx.NextRevision(e.ctx)
 		require.NoError(t, err)
-		require.Equal(t, int64(2), rev)
+		require.Equal(t, int64(2), rev, "NextRevision: one more than the last committed")
 		lost = fakeEntries(e.vessel, rev, 3)
 		require.NoError(t, tx.PutEntries(e.ctx, lost))
 		require.NoError(t, tx.SetState(e.ctx, kept[0].SnapshotID, kept[0].ChunkIndex, outbox.Delivered))
@@ -116,7 +119,7 @@ func testRollback(t *testing.T, newStore NewStore) {
 		require.NoError(t, tx.SetState(e.ctx, lost[1].SnapshotID, lost[1].ChunkIndex, outbox.Delivered))
 		return boom
 	})
-	require.ErrorIs(t, err, boom, "WithVessel returns the callback's error")
+	require.Truef(t, err == boom, "WithVessel must return the callback's error unchanged (outbox.Store contract): got %v", err)
 
 	// A callback that fails after allocating a revision only.
 	err = e.store.WithVessel(e.ctx, e.vessel, func(tx outbox.Tx) error {
@@ -125,7 +128,7 @@ func testRollback(t *testing.T, newStore NewStore) {
 		require.Equal(t, int64(2), rev, "the rolled-back revision is allocated again")
 		return boom
 	})
-	require.ErrorIs(t, err, boom)
+	require.Truef(t, err == boom, "WithVessel must return the callback's error unchanged (outbox.Store contract): got %v", err)
 
 	e.requireNoEntries(lost[0].SnapshotID)
 	require.Equal(t, kept, e.entries(kept[0].SnapshotID), "a failed callback changes no state")
@@ -156,18 +159,18 @@ func testEntriesOrder(t *testing.T, newStore NewStore) {
 		require.Equal(t, a, got, "a transaction reads its own writes, manifest first, then chunks by index")
 		got, err = tx.Entries(e.ctx, b[0].SnapshotID)
 		require.NoError(t, err)
-		require.Equal(t, b, got)
+		require.Equal(t, b, got, "a transaction reads its own writes, manifest first, then chunks by index")
 		return nil
 	})
 	require.Equal(t, a, e.entries(a[0].SnapshotID), "committed: manifest first, then chunks by index")
-	require.Equal(t, b, e.entries(b[0].SnapshotID))
+	require.Equal(t, b, e.entries(b[0].SnapshotID), "committed: manifest first, then chunks by index")
 
 	// Chunks put before their manifest, in separate transactions.
 	c := fakeEntries(e.vessel, 3, 2)
 	e.put(c[2])
 	e.put(c[1])
 	e.put(c[0])
-	require.Equal(t, c, e.entries(c[0].SnapshotID))
+	require.Equal(t, c, e.entries(c[0].SnapshotID), "Entries in entity order whatever the order of the puts")
 }
 
 func testEntriesNotFound(t *testing.T, newStore NewStore) {
@@ -237,7 +240,7 @@ func testSetState(t *testing.T, newStore NewStore) {
 	require.Equal(t, want, e.entries(a[0].SnapshotID), "states persist")
 	e.setState(a[0], outbox.Pending)
 	want[0].State = outbox.Pending
-	require.Equal(t, want, e.entries(a[0].SnapshotID))
+	require.Equal(t, want, e.entries(a[0].SnapshotID), "SetState replaces the state")
 
 	e.in(func(tx outbox.Tx) error {
 		for _, k := range []struct {
@@ -253,7 +256,7 @@ func testSetState(t *testing.T, newStore NewStore) {
 		require.NoError(t, tx.SetState(e.ctx, b[1].SnapshotID, b[1].ChunkIndex, outbox.Delivered))
 		got, err := tx.Entries(e.ctx, b[0].SnapshotID)
 		require.NoError(t, err)
-		require.Equal(t, []outbox.State{outbox.Pending, outbox.Delivered}, []outbox.State{got[0].State, got[1].State})
+		require.Equal(t, []outbox.State{outbox.Pending, outbox.Delivered}, []outbox.State{got[0].State, got[1].State}, "SetState of an entry put in the same transaction")
 		return nil
 	})
 	require.Equal(t, want, e.entries(a[0].SnapshotID), "an unknown entry changes nothing")
@@ -279,12 +282,12 @@ func testBytesVerbatim(t *testing.T, newStore NewStore) {
 	}
 	e.put(in...)
 	got := e.entries(in[0].SnapshotID)
-	require.Len(t, got, len(in))
+	require.Len(t, got, len(in), "Entries returns every entry put")
 	for i := range in {
 		require.True(t, bytes.Equal(in[i].Payload, got[i].Payload), "entry %d: the payload comes back byte for byte", i)
 		require.Equal(t, in[i].Digest, got[i].Digest, "entry %d: the digest is kept, not recomputed", i)
 	}
-	require.Equal(t, in, got)
+	require.Equal(t, in, got, "entries come back as put")
 }
 
 func testVesselIsolation(t *testing.T, newStore NewStore) {
@@ -294,7 +297,7 @@ func testVesselIsolation(t *testing.T, newStore NewStore) {
 	a.in(func(tx outbox.Tx) error {
 		rev, err := tx.NextRevision(a.ctx)
 		require.NoError(t, err)
-		require.Equal(t, int64(1), rev)
+		require.Equal(t, int64(1), rev, "a vessel's first revision is 1")
 		_, err = tx.NextRevision(a.ctx)
 		require.NoError(t, err)
 		return tx.PutEntries(a.ctx, ea)
@@ -303,7 +306,7 @@ func testVesselIsolation(t *testing.T, newStore NewStore) {
 	b.requireNoEntries(ea[0].SnapshotID)
 	require.Empty(t, b.pending(), "another vessel's entries are not pending here")
 	b.in(func(tx outbox.Tx) error {
-		require.ErrorIs(t, tx.SetState(b.ctx, ea[0].SnapshotID, ea[0].ChunkIndex, outbox.Delivered), outbox.ErrNotFound)
+		require.ErrorIs(t, tx.SetState(b.ctx, ea[0].SnapshotID, ea[0].ChunkIndex, outbox.Delivered), outbox.ErrNotFound, "another vessel's entry is not found")
 		return nil
 	})
 
@@ -315,12 +318,12 @@ func testVesselIsolation(t *testing.T, newStore NewStore) {
 	}
 	b.put(eb...)
 	b.setState(eb[0], outbox.Delivered)
-	require.Equal(t, ea, a.entries(ea[0].SnapshotID))
-	require.Equal(t, ea, a.pending())
+	require.Equal(t, ea, a.entries(ea[0].SnapshotID), "each vessel sees its own entries of a snapshot id")
+	require.Equal(t, ea, a.pending(), "another vessel's state changes are not seen")
 	a.requireNextRevision(3)
 	got := b.entries(eb[0].SnapshotID)
 	eb[0].State = outbox.Delivered
-	require.Equal(t, eb, got)
+	require.Equal(t, eb, got, "each vessel sees its own entries of a snapshot id")
 }
 
 // testSerialised runs transactions of one vessel from many goroutines,
@@ -360,7 +363,7 @@ func testSerialised(t *testing.T, newStore NewStore) {
 		require.NoError(t, err)
 	}
 	got := e.pending()
-	require.Len(t, got, workers*each)
+	require.Len(t, got, workers*each, "transactions of one vessel are serialised: none is lost")
 	for i, en := range got {
 		require.Equal(t, int64(i+1), en.Revision, "gap-free, each revision once")
 	}
@@ -378,7 +381,7 @@ func testContextCanceled(t *testing.T, newStore NewStore) {
 		}
 		return tx.PutEntries(ctx, lost)
 	})
-	require.ErrorIs(t, err, context.Canceled)
+	require.ErrorIs(t, err, context.Canceled, "a done context fails the transaction")
 	e.requireNoEntries(lost[0].SnapshotID)
 	e.requireNextRevision(1)
 }

@@ -1,0 +1,235 @@
+package finalizetest_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+	"github.com/yachtmemory/sourcecatalog/finalize"
+	"github.com/yachtmemory/sourcecatalog/finalize/finalizetest"
+	"github.com/yachtmemory/sourcecatalog/finalize/memstore"
+)
+
+// The kit is tested the way it is meant to fail: against stores with one
+// bug each, a memstore wrapped to inject it. A failing kit fails the test
+// running it, so each broken store runs in a child process — this test
+// binary again, running only TestBrokenStore — and the parent requires
+// that the child failed, and in the subtest named.
+var brokenStores = []struct {
+	name     string
+	bug      string
+	caughtBy string // a subtest of TestBrokenStore that must fail
+}{
+	{"ignore-ctx", "Tx methods ignore a done context", "Store/TxContextDone/Vessel"},
+	{"wrap-error", "WithVessel wraps the callback's error", "Store/CallbackErrorUnchanged/Sentinel"},
+	{"empty-index", "Index returns an empty slice, not nil, before the first activation", "Store/VesselAndIndex"},
+	{"reuse-buffer", "returned byte slices are a buffer reused by the next transaction", "Store/BytesOutliveTransaction"},
+	{"lose-on-reopen", "a reopened store has lost its data", "Store/ReadYourWritesAndCommit"},
+	{"", "none (control): RunReopen over a memstore kept across reopens", ""},
+}
+
+// brokenEnv names the broken store TestBrokenStore runs the kit against.
+const brokenEnv = "FINALIZETEST_BROKEN_STORE"
+
+// TestBrokenStore runs the kit against the broken store brokenEnv names;
+// only TestKitFailsBrokenStores runs it.
+func TestBrokenStore(t *testing.T) {
+	name, ok := os.LookupEnv(brokenEnv)
+	if !ok {
+		t.Skip("run by TestKitFailsBrokenStores")
+	}
+	switch name {
+	case "lose-on-reopen":
+		finalizetest.RunReopen(t, func(*testing.T) (finalize.Store, func() (finalize.Store, error)) {
+			return memstore.New(), func() (finalize.Store, error) { return memstore.New(), nil }
+		})
+	case "":
+		finalizetest.RunReopen(t, func(*testing.T) (finalize.Store, func() (finalize.Store, error)) {
+			s := memstore.New()
+			return s, func() (finalize.Store, error) { return s, nil }
+		})
+	default:
+		finalizetest.Run(t, func(*testing.T) finalize.Store { return &broken{bug: name, inner: memstore.New()} })
+	}
+}
+
+// failLine is the line go test -v prints for a failed test.
+var failLine = regexp.MustCompile(`(?m)^\s*--- FAIL: TestBrokenStore/(\S+)`)
+
+func TestKitFailsBrokenStores(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the kit once per broken store")
+	}
+	for _, b := range brokenStores {
+		t.Run(fmt.Sprintf("%q", b.name), func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], "-test.run=^TestBrokenStore$", "-test.v", "-test.count=1")
+			cmd.Env = append(os.Environ(), brokenEnv+"="+b.name)
+			out, err := cmd.CombinedOutput()
+			var failed []string
+			for _, m := range failLine.FindAllSubmatch(out, -1) {
+				failed = append(failed, string(m[1]))
+			}
+			if b.caughtBy == "" {
+				require.NoError(t, err, "the kit passes a correct store:\n%s", tail(out))
+				require.Contains(t, string(out), "--- PASS: TestBrokenStore/Store/ReadYourWritesAndCommit", "the kit ran")
+				return
+			}
+			var exit *exec.ExitError
+			require.ErrorAs(t, err, &exit, "the kit must fail a store where %s:\n%s", b.bug, tail(out))
+			require.Contains(t, failed, b.caughtBy, "the subtest that checks that rule fails")
+			t.Logf("a store where %s fails %d subtests: %v", b.bug, len(failed), failed)
+		})
+	}
+}
+
+// tail returns the end of a child's output.
+func tail(out []byte) []byte { return out[max(0, len(out)-4000):] }
+
+// broken is a memstore with one bug.
+type broken struct {
+	bug   string
+	inner *memstore.Store
+
+	mu    sync.Mutex
+	arena map[uuid.UUID][]byte // reuse-buffer: the memory a vessel's reads return, reused by each transaction
+}
+
+func (b *broken) WithVessel(ctx context.Context, vessel uuid.UUID, fn func(finalize.Tx) error) error {
+	err := b.inner.WithVessel(ctx, vessel, func(tx finalize.Tx) error {
+		b.mu.Lock()
+		if b.arena == nil {
+			b.arena = make(map[uuid.UUID][]byte)
+		}
+		b.arena[vessel] = b.arena[vessel][:0]
+		b.mu.Unlock()
+		return fn(&brokenTx{b: b, vessel: vessel, Tx: tx})
+	})
+	if b.bug == "wrap-error" && err != nil {
+		return fmt.Errorf("brokenstore: %w", err)
+	}
+	return err
+}
+
+// brokenTx passes every call to the memstore Tx, except those its bug
+// changes.
+type brokenTx struct {
+	b      *broken
+	vessel uuid.UUID
+	finalize.Tx
+}
+
+// ctx returns the context to pass on: ignore-ctx drops it.
+func (t *brokenTx) ctx(ctx context.Context) context.Context {
+	if t.b.bug == "ignore-ctx" {
+		return context.Background()
+	}
+	return ctx
+}
+
+// bytes returns b as reuse-buffer would: in the vessel's arena, which the
+// next transaction overwrites.
+func (t *brokenTx) bytes(b []byte) []byte {
+	if t.b.bug != "reuse-buffer" || b == nil {
+		return b
+	}
+	t.b.mu.Lock()
+	defer t.b.mu.Unlock()
+	arena := t.b.arena[t.vessel]
+	if len(arena)+len(b) > cap(arena) {
+		arena = slices.Grow(arena, max(len(b), 1<<16)) // a new buffer; what was handed out stays
+	}
+	start := len(arena)
+	arena = append(arena, b...)
+	t.b.arena[t.vessel] = arena
+	return arena[start:len(arena):len(arena)]
+}
+
+func (t *brokenTx) Vessel(ctx context.Context) (finalize.VesselState, error) {
+	return t.Tx.Vessel(t.ctx(ctx))
+}
+
+func (t *brokenTx) SetVessel(ctx context.Context, v finalize.VesselState) error {
+	return t.Tx.SetVessel(t.ctx(ctx), v)
+}
+
+func (t *brokenTx) Snapshot(ctx context.Context, id uuid.UUID) (finalize.Snapshot, error) {
+	s, err := t.Tx.Snapshot(t.ctx(ctx), id)
+	s.Manifest = t.bytes(s.Manifest)
+	return s, err
+}
+
+func (t *brokenTx) Snapshots(ctx context.Context) ([]finalize.Snapshot, error) {
+	all, err := t.Tx.Snapshots(t.ctx(ctx))
+	for i := range all {
+		all[i].Manifest = t.bytes(all[i].Manifest)
+	}
+	return all, err
+}
+
+func (t *brokenTx) PutSnapshot(ctx context.Context, s finalize.Snapshot) error {
+	s.Manifest = bytes.Clone(s.Manifest) // stored, as in a file, not kept
+	return t.Tx.PutSnapshot(t.ctx(ctx), s)
+}
+
+func (t *brokenTx) DeleteSnapshot(ctx context.Context, id uuid.UUID) error {
+	return t.Tx.DeleteSnapshot(t.ctx(ctx), id)
+}
+
+func (t *brokenTx) Chunk(ctx context.Context, snapshot uuid.UUID, index int) (finalize.StagedChunk, error) {
+	c, err := t.Tx.Chunk(t.ctx(ctx), snapshot, index)
+	c.Canonical = t.bytes(c.Canonical)
+	return c, err
+}
+
+func (t *brokenTx) Chunks(ctx context.Context, snapshot uuid.UUID) ([]finalize.StagedChunk, error) {
+	all, err := t.Tx.Chunks(t.ctx(ctx), snapshot)
+	for i := range all {
+		all[i].Canonical = t.bytes(all[i].Canonical)
+	}
+	return all, err
+}
+
+func (t *brokenTx) PutChunk(ctx context.Context, c finalize.StagedChunk) error {
+	c.Canonical = bytes.Clone(c.Canonical)
+	return t.Tx.PutChunk(t.ctx(ctx), c)
+}
+
+func (t *brokenTx) Index(ctx context.Context) ([]finalize.IndexEntry, error) {
+	idx, err := t.Tx.Index(t.ctx(ctx))
+	if t.b.bug == "empty-index" && idx == nil && err == nil {
+		return []finalize.IndexEntry{}, nil
+	}
+	return idx, err
+}
+
+func (t *brokenTx) SetIndex(ctx context.Context, index []finalize.IndexEntry) error {
+	return t.Tx.SetIndex(t.ctx(ctx), index)
+}
+
+func (t *brokenTx) PutItems(ctx context.Context, items []finalize.Item) error {
+	items = slices.Clone(items)
+	for i := range items {
+		items[i].Record = bytes.Clone(items[i].Record)
+	}
+	return t.Tx.PutItems(t.ctx(ctx), items)
+}
+
+func (t *brokenTx) RetireItems(ctx context.Context, keys []finalize.ItemKey, last finalize.Seen) error {
+	return t.Tx.RetireItems(t.ctx(ctx), keys, last)
+}
+
+func (t *brokenTx) Items(ctx context.Context) ([]finalize.Item, error) {
+	all, err := t.Tx.Items(t.ctx(ctx))
+	for i := range all {
+		all[i].Record = t.bytes(all[i].Record)
+	}
+	return all, err
+}
