@@ -48,8 +48,16 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-step "go mod download"
-go mod download
+# Every Go module of the repository: the root one and nested ones such as
+# sqlitestore, which needs a newer Go than the library and so is a module
+# of its own. gofmt runs repository-wide; vet, tests and fuzzing run per
+# module.
+mapfile -t modules < <(find . -name go.mod -not -path './.git/*' -not -path '*/vendor/*' -not -path '*/testdata/*' -printf '%h\n' | sort)
+
+for mod in "${modules[@]}"; do
+  step "go mod download ($mod)"
+  (cd "$mod" && go mod download)
+done
 
 step "gofmt -l"
 # git may refuse to work (e.g. "dubious ownership" in CI); fall back to find.
@@ -69,15 +77,13 @@ if ((${#files[@]})); then
   fi
 fi
 
-# `go vet/test ./...` fail when the module has no packages yet; skip instead.
-pkgs=$(go list -e ./...)
-if [[ -z $pkgs ]]; then
-  step "no Go packages in the module yet: skipping vet, tests and fuzzing"
-  exit 0
-fi
-
-step "go vet ./..."
-go vet ./...
+for mod in "${modules[@]}"; do
+  # `go vet ./...` fails when a module has no packages yet; skip instead.
+  if [[ -n $(cd "$mod" && go list -e ./...) ]]; then
+    step "go vet ./... ($mod)"
+    (cd "$mod" && go vet ./...)
+  fi
+done
 
 if [[ -z ${SOURCECATALOG_MYSQL_DSN:-} ]]; then
   step "provisioning throwaway MariaDB"
@@ -97,21 +103,26 @@ else
   step "using SOURCECATALOG_GALERA_DSNS from the environment"
 fi
 
-step "go test -race -count=1${*:+ $*} ./..."
-go test -race -count=1 "$@" ./...
+for mod in "${modules[@]}"; do
+  [[ -n $(cd "$mod" && go list -e ./...) ]] || continue
+  step "go test -race -count=1${*:+ $*} ./... ($mod)"
+  (cd "$mod" && go test -race -count=1 "$@" ./...)
+done
 
 if [[ ${SOURCECATALOG_SKIP_FUZZ:-} == 1 ]]; then
   step "fuzz smoke skipped (SOURCECATALOG_SKIP_FUZZ=1)"
   exit 0
 fi
-# Only packages with test files can have fuzz targets.
-mapfile -t testpkgs < <(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./...)
-for pkg in "${testpkgs[@]}"; do
-  [[ -n $pkg ]] || continue
-  targets=$(go test -list '^Fuzz' "$pkg" | grep -E '^Fuzz' || true)
-  for name in $targets; do
-    step "fuzz $pkg $name for ${FUZZTIME:-200000x}"
-    go test -run '^$' -fuzz "^${name}\$" -fuzztime "${FUZZTIME:-200000x}" "$pkg"
+for mod in "${modules[@]}"; do
+  # Only packages with test files can have fuzz targets.
+  mapfile -t testpkgs < <(cd "$mod" && go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./...)
+  for pkg in "${testpkgs[@]}"; do
+    [[ -n $pkg ]] || continue
+    targets=$(cd "$mod" && go test -list '^Fuzz' "$pkg" | grep -E '^Fuzz' || true)
+    for name in $targets; do
+      step "fuzz $pkg $name for ${FUZZTIME:-200000x}"
+      (cd "$mod" && go test -run '^$' -fuzz "^${name}\$" -fuzztime "${FUZZTIME:-200000x}" "$pkg")
+    done
   done
 done
 

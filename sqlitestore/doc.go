@@ -1,0 +1,68 @@
+// Package sqlitestore keeps a receiver's staging and catalog (a
+// finalize.Store) and an on-board outbox (an outbox.Store) in one SQLite
+// database file: the durable embedded store for a boat or a single-box
+// receiver without a database server. It uses a pure Go SQLite
+// (github.com/ncruces/go-sqlite3), so it builds without cgo.
+//
+//	s, err := sqlitestore.Open(ctx, "/var/lib/yachtmemory/catalog.db")
+//	...
+//	receiver := finalize.NewReceiver(s)
+//	writer := outbox.NewWriter(s.Outbox())
+//
+// # Durability
+//
+// The database uses a rollback journal (journal_mode=TRUNCATE) with
+// synchronous=FULL. Before a transaction writes the database it syncs the
+// journal (the pages to restore); at COMMIT it syncs the database and then
+// commits by truncating the journal to zero bytes, and FULL syncs that
+// truncation too. So a WithVessel call that returned nil — a receipt, an
+// outbox commit, an activation — survives a power cut at the next instant.
+// With synchronous=NORMAL the truncation is not synced: after a power cut
+// the old journal could come back and roll the acknowledged transaction
+// back. (WAL would need synchronous=FULL just the same, plus a
+// shared-memory index file; DELETE mode would need EXTRA, which also
+// syncs the directory after unlinking the journal. TRUNCATE keeps the
+// journal file, so a commit changes no directory entry.)
+// When the database file is created, Open syncs its directory too.
+//
+// # Transactions and processes
+//
+// Each WithVessel call is one BEGIN IMMEDIATE transaction on the Store's
+// one connection: SQLite has one writer per file, so every transaction, of
+// any vessel, is serialised, within the process by a mutex and across
+// processes by SQLite's file locks. A transaction that cannot take the write
+// lock within the busy timeout (WithBusyTimeout, 5 s by default) fails
+// with ErrLocked; no call waits longer. Callbacks are never re-run.
+//
+// Every Open takes a lifetime lock on a sidecar file, the database path
+// with ".lock" appended: shared by default, so several processes (a timer's
+// commit and a long-running publish) can share the file, and exclusive
+// with WithExclusiveLock, so that the process is the file's sole owner and
+// any other Open, exclusive or not, fails at once with ErrLocked. The lock
+// binds the processes that open the file through this package.
+//
+// # Failures
+//
+// After a failed COMMIT or ROLLBACK, or an I/O error (a failed write,
+// sync, truncate or lock, a full disk, a corrupt page), the handle is
+// poisoned: whether the transaction committed may be unknown, so every
+// further call fails with ErrPoisoned until Close. Opening the file again
+// recovers it (SQLite rolls back a half-written transaction from its
+// journal); nothing acknowledged is lost.
+//
+// # Schema
+//
+// The file carries application_id 0x59534331 ("YSC1") and its schema
+// version in user_version. Open creates the schema in a new or empty file,
+// migrates an older version in one transaction — SQLite's DDL is
+// transactional, unlike MariaDB's, so a migration cut short leaves the old
+// version intact — and refuses with ErrInvalidFile a path that is a
+// symlink, a directory or another non-regular file, a file that is not an
+// SQLite database, an SQLite database of another application, or a newer
+// schema version.
+//
+// Canonical bytes (manifests, chunks, records, outbox payloads) are BLOBs,
+// stored exactly as received. A time is two integer columns, Unix seconds
+// and the nanoseconds within that second, so every time the protocol
+// accepts (years 0000 to 9999) survives exactly. Tables are STRICT.
+package sqlitestore

@@ -1,0 +1,74 @@
+package sqlitestore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/ncruces/go-sqlite3"
+	"github.com/yachtmemory/sourcecatalog"
+)
+
+// Errors of the package. Each wraps sourcecatalog.ErrStoreUnavailable, the
+// class of a store that cannot serve: the call changed nothing, and what
+// to do next depends on which of them it is.
+var (
+	// ErrLocked: another process holds the database: its lifetime lock
+	// (WithExclusiveLock) at Open, or SQLite's write lock for longer than
+	// the busy timeout. Retry later.
+	ErrLocked error = sourcecatalog.Errorf(sourcecatalog.ErrStoreUnavailable, "sqlitestore: the database is locked by another user")
+	// ErrPoisoned: a commit or rollback failed, or the file failed with
+	// an I/O error, on this handle or earlier. Close the Store and open the
+	// file again; every call until then fails.
+	ErrPoisoned error = sourcecatalog.Errorf(sourcecatalog.ErrStoreUnavailable, "sqlitestore: the handle is poisoned by a storage failure; close and reopen it")
+	// ErrInvalidFile: Open's path is not a regular file (a symlink, a
+	// directory, a device), or the file is not a database of this package's
+	// schema (not SQLite, another application's database, or a newer schema
+	// version). Nothing was written to it.
+	ErrInvalidFile error = sourcecatalog.Errorf(sourcecatalog.ErrStoreUnavailable, "sqlitestore: not a source catalog database")
+	// ErrClosed: the Store was closed.
+	ErrClosed error = sourcecatalog.Errorf(sourcecatalog.ErrStoreUnavailable, "sqlitestore: the store is closed")
+)
+
+// fatalCodes are SQLite's primary result codes after which the file's
+// state is in doubt: an I/O error of any kind, a full disk, a corrupt,
+// vanished or read-only file, no memory.
+var fatalCodes = []sqlite3.ErrorCode{sqlite3.IOERR, sqlite3.FULL, sqlite3.CORRUPT, sqlite3.NOTADB, sqlite3.CANTOPEN,
+	sqlite3.NOMEM, sqlite3.PROTOCOL, sqlite3.READONLY, sqlite3.NOLFS, sqlite3.PERM, sqlite3.INTERNAL}
+
+// fatal reports whether err from SQLite means the handle must be poisoned.
+func fatal(err error) bool { return isCode(err, fatalCodes...) }
+
+// busy reports whether err is SQLite's lock contention.
+func busy(err error) bool { return isCode(err, sqlite3.BUSY, sqlite3.LOCKED) }
+
+// isCode reports whether err carries one of SQLite's primary codes, as an
+// *sqlite3.Error or a bare (extended) code.
+func isCode(err error, codes ...sqlite3.ErrorCode) bool {
+	for _, c := range codes {
+		if errors.Is(err, c) {
+			return true
+		}
+	}
+	return false
+}
+
+// classify turns an error of a statement run for op into the error a
+// caller sees: a fatal one poisons the Store (through poison) and wraps
+// ErrPoisoned, lock contention wraps ErrLocked, a done context is kept as
+// it is (ctx.Err() wrapped), and any other error (a constraint, a bug) is
+// wrapped with op only.
+func classify(ctx context.Context, op string, err error, poison func(error)) error {
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil && !fatal(err):
+		return fmt.Errorf("sqlitestore: %s: %w", op, ctx.Err())
+	case fatal(err):
+		poison(err)
+		return fmt.Errorf("sqlitestore: %s: %w: %w", op, ErrPoisoned, err)
+	case busy(err):
+		return fmt.Errorf("sqlitestore: %s: %w: %w", op, ErrLocked, err)
+	}
+	return fmt.Errorf("sqlitestore: %s: %w", op, err)
+}

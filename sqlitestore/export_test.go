@@ -1,0 +1,55 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"strings"
+
+	"github.com/yachtmemory/sourcecatalog/finalize"
+)
+
+// WithVFS opens the database through the registered SQLite VFS name
+// instead of the operating system's files, with no lifetime lock.
+func WithVFS(name string) Option { return func(c *config) { c.vfs = name } }
+
+// IntegrityCheck runs PRAGMA integrity_check and returns its first line.
+func (s *Store) IntegrityCheck(ctx context.Context) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var got string
+	err := s.conn.QueryRowContext(ctx, "PRAGMA integrity_check").Scan(&got)
+	return got, err
+}
+
+// Exec runs a statement outside any transaction of the Store.
+func (s *Store) Exec(ctx context.Context, query string, args ...any) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, err := s.conn.ExecContext(ctx, query, args...)
+	return err
+}
+
+// FloorTable makes items_floor, an empty table of the shape of items.
+func (s *Store) FloorTable(ctx context.Context) error {
+	var ddl string
+	for _, stmt := range statements(schemaV1) {
+		if strings.HasPrefix(stmt, "CREATE TABLE items (") {
+			ddl = strings.Replace(stmt, "CREATE TABLE items (", "CREATE TABLE items_floor (", 1)
+		}
+	}
+	for _, q := range []string{"DROP TABLE IF EXISTS items_floor", ddl} {
+		if err := s.Exec(ctx, q); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// FloorInsert writes items with plain multi-row INSERTs into items_floor,
+// in one transaction: the floor of the activation benchmark.
+func (s *Store) FloorInsert(ctx context.Context, vessel []byte, items []finalize.Item) error {
+	return s.transact(ctx, func(q *sql.Conn) error {
+		b := &base{s: s, q: q}
+		return b.insertItems(ctx, "items_floor", "", vessel, items)
+	})
+}

@@ -1,0 +1,259 @@
+package sqlitestore_test
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/ncruces/go-sqlite3"
+	"github.com/ncruces/go-sqlite3/vfs"
+)
+
+// memFS is an SQLite VFS of in-memory files that keeps, besides what the
+// process sees, what a power cut would leave: every file's contents as of
+// its last Sync, and the directory as of its last sync. A directory is
+// synced when a file created as a journal is first synced (as SQLite's unix
+// VFS does) and by a Delete asking for it. Writes, truncations, syncs and
+// deletions are counted; one of them can cut the power (it and every
+// operation after it fail, and PowerCut returns what survives), or one
+// operation of a kind can fail with an I/O error.
+type memFS struct {
+	name string
+
+	mu      sync.Mutex
+	names   map[string]*inode // the directory as the process sees it
+	durable map[string]*inode // the directory as a power cut leaves it
+	ops     []string          // the kinds of the mutating operations so far
+	cutAt   int               // cut the power at this operation (1-based); 0: never
+	off     bool              // the power is cut
+	failOp  string            // fail the failAt-th operation of this kind
+	failAt  int
+	failErr error
+	failed  bool
+	kinds   map[string]int
+}
+
+type inode struct{ data, synced []byte }
+
+var vfsSeq atomic.Int64
+
+// newMemFS registers an empty memFS under a fresh name.
+func newMemFS() *memFS {
+	fs := &memFS{name: fmt.Sprintf("memfs%d", vfsSeq.Add(1)), names: map[string]*inode{}, durable: map[string]*inode{}, kinds: map[string]int{}}
+	vfs.Register(fs.name, fs)
+	return fs
+}
+
+// unregister removes fs from SQLite's VFS registry.
+func (fs *memFS) unregister() { vfs.Unregister(fs.name) }
+
+// PowerCut returns a new memFS holding what survives a power cut now:
+// the durable directory, each file with its synced contents.
+func (fs *memFS) PowerCut() *memFS {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	next := newMemFS()
+	for name, ino := range fs.durable {
+		c := &inode{data: slices.Clone(ino.synced), synced: slices.Clone(ino.synced)}
+		next.names[name], next.durable[name] = c, c
+	}
+	return next
+}
+
+// Arm cuts the power at the nth mutating operation from now.
+func (fs *memFS) Arm(n int) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	fs.cutAt = len(fs.ops) + n
+}
+
+// FailNext makes the nth operation of kind ("write", "sync", "truncate",
+// "lock", "delete") from now fail with err.
+func (fs *memFS) FailNext(kind string, n int, err error) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	fs.failOp, fs.failAt, fs.failErr, fs.failed = kind, fs.kinds[kind]+n, err, false
+}
+
+// Ops returns the number of mutating operations so far, and of each kind.
+func (fs *memFS) Ops() (int, map[string]int) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	return len(fs.ops), maps.Clone(fs.kinds)
+}
+
+// Off reports whether the power was cut; Failed whether the I/O error fired.
+func (fs *memFS) Off() bool    { fs.mu.Lock(); defer fs.mu.Unlock(); return fs.off }
+func (fs *memFS) Failed() bool { fs.mu.Lock(); defer fs.mu.Unlock(); return fs.failed }
+
+// op counts an operation of kind and returns the error it fails with.
+// fs.mu is held. Locks do not count as mutations.
+func (fs *memFS) op(kind string, ioerr error) error {
+	if fs.off {
+		return sqlite3.IOERR
+	}
+	fs.kinds[kind]++
+	if fs.failOp == kind && !fs.failed && fs.kinds[kind] == fs.failAt {
+		fs.failed = true
+		return fs.failErr
+	}
+	if kind == "lock" {
+		return nil
+	}
+	fs.ops = append(fs.ops, kind)
+	if fs.cutAt > 0 && len(fs.ops) >= fs.cutAt {
+		fs.off = true
+		return ioerr
+	}
+	return nil
+}
+
+func (fs *memFS) syncDir() { fs.durable = maps.Clone(fs.names) }
+
+func (fs *memFS) Open(name string, flags vfs.OpenFlag) (vfs.File, vfs.OpenFlag, error) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if fs.off {
+		return nil, flags, sqlite3.CANTOPEN
+	}
+	ino := fs.names[name]
+	if name == "" { // a temporary file
+		ino = &inode{}
+	} else if ino == nil {
+		if flags&vfs.OPEN_CREATE == 0 {
+			return nil, flags, sqlite3.CANTOPEN
+		}
+		ino = &inode{}
+		fs.names[name] = ino
+	}
+	journal := flags&(vfs.OPEN_MAIN_JOURNAL|vfs.OPEN_SUPER_JOURNAL|vfs.OPEN_WAL) != 0
+	return &memFile{fs: fs, ino: ino, dirSync: journal && flags&vfs.OPEN_CREATE != 0}, flags, nil
+}
+
+func (fs *memFS) Delete(name string, syncDir bool) error {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if err := fs.op("delete", sqlite3.IOERR_DELETE); err != nil {
+		return err
+	}
+	if fs.names[name] == nil {
+		return sqlite3.IOERR_DELETE_NOENT
+	}
+	delete(fs.names, name)
+	if syncDir {
+		fs.syncDir()
+	}
+	return nil
+}
+
+func (fs *memFS) Access(name string, _ vfs.AccessFlag) (bool, error) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	return fs.names[name] != nil, nil
+}
+
+func (fs *memFS) FullPathname(name string) (string, error) { return name, nil }
+
+type memFile struct {
+	fs      *memFS
+	ino     *inode
+	dirSync bool // the next Sync also syncs the directory
+	lock    vfs.LockLevel
+}
+
+func (f *memFile) Close() error { return nil }
+
+func (f *memFile) ReadAt(p []byte, off int64) (int, error) {
+	f.fs.mu.Lock()
+	defer f.fs.mu.Unlock()
+	if f.fs.off {
+		return 0, sqlite3.IOERR_READ
+	}
+	n := 0
+	if off < int64(len(f.ino.data)) {
+		n = copy(p, f.ino.data[off:])
+	}
+	if n < len(p) {
+		clear(p[n:])
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
+	f.fs.mu.Lock()
+	defer f.fs.mu.Unlock()
+	if err := f.fs.op("write", sqlite3.IOERR_WRITE); err != nil {
+		return 0, err
+	}
+	if end := off + int64(len(p)); end > int64(len(f.ino.data)) {
+		f.ino.data = append(f.ino.data, make([]byte, end-int64(len(f.ino.data)))...)
+	}
+	return copy(f.ino.data[off:], p), nil
+}
+
+func (f *memFile) Truncate(size int64) error {
+	f.fs.mu.Lock()
+	defer f.fs.mu.Unlock()
+	if err := f.fs.op("truncate", sqlite3.IOERR_TRUNCATE); err != nil {
+		return err
+	}
+	if size < int64(len(f.ino.data)) {
+		f.ino.data = f.ino.data[:size]
+	} else {
+		f.ino.data = append(f.ino.data, make([]byte, size-int64(len(f.ino.data)))...)
+	}
+	return nil
+}
+
+func (f *memFile) Sync(vfs.SyncFlag) error {
+	f.fs.mu.Lock()
+	defer f.fs.mu.Unlock()
+	if err := f.fs.op("sync", sqlite3.IOERR_FSYNC); err != nil {
+		return err
+	}
+	f.ino.synced = slices.Clone(f.ino.data)
+	if f.dirSync {
+		f.dirSync = false
+		f.fs.syncDir()
+	}
+	return nil
+}
+
+func (f *memFile) Size() (int64, error) {
+	f.fs.mu.Lock()
+	defer f.fs.mu.Unlock()
+	return int64(len(f.ino.data)), nil
+}
+
+// Lock grants every level: one connection uses a memFS at a time.
+func (f *memFile) Lock(l vfs.LockLevel) error {
+	f.fs.mu.Lock()
+	defer f.fs.mu.Unlock()
+	if f.fs.off {
+		return sqlite3.IOERR_LOCK
+	}
+	if err := f.fs.op("lock", sqlite3.IOERR_LOCK); err != nil {
+		return err
+	}
+	f.lock = l
+	return nil
+}
+
+func (f *memFile) Unlock(l vfs.LockLevel) error {
+	f.fs.mu.Lock()
+	defer f.fs.mu.Unlock()
+	f.lock = l
+	return nil
+}
+
+func (f *memFile) CheckReservedLock() (bool, error) { return false, nil }
+
+func (f *memFile) SectorSize() int { return 512 }
+
+func (f *memFile) DeviceCharacteristics() vfs.DeviceCharacteristic {
+	return vfs.IOCAP_POWERSAFE_OVERWRITE
+}

@@ -1,0 +1,174 @@
+package sqlitestore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/ncruces/go-sqlite3/driver"
+	"github.com/yachtmemory/sourcecatalog"
+)
+
+// Open opens the database file at path, creating it (and its schema) when
+// absent, and migrating an older schema version. The path must name a
+// regular file or nothing; see the package documentation for what it
+// refuses with ErrInvalidFile. Open fails with ErrLocked when the lifetime
+// lock is held against it (WithExclusiveLock), or when another process
+// holds the write lock for the busy timeout while Open checks the schema.
+// Every other failure wraps sourcecatalog.ErrStoreUnavailable.
+func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
+	cfg := config{busy: 5 * time.Second}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.busy < 0 || cfg.busy > maxBusyTimeout {
+		return nil, sourcecatalog.Errorf(sourcecatalog.ErrInvalidValue, fmt.Sprintf("sqlitestore: busy timeout %v outside 0 to %v", cfg.busy, maxBusyTimeout))
+	}
+	if path == "" {
+		return nil, sourcecatalog.Errorf(sourcecatalog.ErrInvalidValue, "sqlitestore: empty database path")
+	}
+	s := &Store{path: path, cfg: cfg}
+	created := false
+	if cfg.vfs == "" {
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			return nil, unavailable("open", path, err)
+		}
+		s.path = abs
+		if created, err = checkPath(abs); err != nil {
+			return nil, err
+		}
+		if s.lock, err = lifetimeLock(abs+".lock", cfg.exclusive); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.connect(ctx); err != nil {
+		s.release()
+		return nil, err
+	}
+	if err := s.migrate(ctx); err != nil {
+		s.release()
+		return nil, err
+	}
+	if created {
+		// The new file's directory entry must be durable before any commit
+		// in it is acknowledged.
+		if err := syncDir(filepath.Dir(s.path)); err != nil {
+			s.release()
+			return nil, unavailable("sync the directory of", s.path, err)
+		}
+	}
+	return s, nil
+}
+
+// unavailable wraps a failure of Open or Close.
+func unavailable(op, path string, err error) error {
+	return sourcecatalog.Wrap(sourcecatalog.ErrStoreUnavailable, fmt.Errorf("sqlitestore: %s %s: %w", op, path, err))
+}
+
+// invalid reports a path that is not a database of this schema.
+func invalid(path, why string) error {
+	return fmt.Errorf("sqlitestore: %s: %s: %w", path, why, ErrInvalidFile)
+}
+
+// checkPath reports whether path is absent (so Open creates it), or fails
+// with ErrInvalidFile when it is not a regular file. SQLite opens the file
+// without following symlinks too, so one swapped in later is refused.
+func checkPath(path string) (absent bool, err error) {
+	fi, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return true, nil
+	case err != nil:
+		return false, unavailable("stat", path, err)
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return false, invalid(path, "a symlink")
+	case fi.IsDir():
+		return false, invalid(path, "a directory")
+	case !fi.Mode().IsRegular():
+		return false, invalid(path, "not a regular file")
+	}
+	return false, nil
+}
+
+// syncDir makes the entries of directory dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// connect opens the one connection and sets the busy timeout and the
+// durability settings, checking that SQLite took them.
+func (s *Store) connect(ctx context.Context) error {
+	q := url.Values{}
+	if s.cfg.vfs != "" {
+		q.Set("vfs", s.cfg.vfs)
+	}
+	dsn := "file:" + (&url.URL{Path: s.path}).EscapedPath() + "?" + q.Encode()
+	db, err := driver.Open(dsn)
+	if err != nil {
+		return unavailable("open", s.path, err)
+	}
+	db.SetMaxOpenConns(1)
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		db.Close()
+		return unavailable("open", s.path, err)
+	}
+	s.db, s.conn = db, conn
+	if _, err := conn.ExecContext(ctx, fmt.Sprintf("PRAGMA busy_timeout = %d", s.cfg.busy.Milliseconds())); err != nil {
+		return unavailable("configure", s.path, err)
+	}
+	for _, p := range []struct{ set, get, want string }{
+		{"PRAGMA journal_mode = TRUNCATE", "PRAGMA journal_mode", "truncate"},
+		{"PRAGMA synchronous = FULL", "PRAGMA synchronous", "2"},
+	} {
+		var got string
+		if _, err := conn.ExecContext(ctx, p.set); err != nil {
+			return s.openError(ctx, "configure", err)
+		}
+		if err := conn.QueryRowContext(ctx, p.get).Scan(&got); err != nil {
+			return s.openError(ctx, "configure", err)
+		}
+		if got != p.want {
+			return unavailable("configure", s.path, fmt.Errorf("%s is %q, not %q", p.get, got, p.want))
+		}
+	}
+	return nil
+}
+
+// openError classes a failure of Open's statements: a file that is not a
+// database is invalid, contention is ErrLocked, anything else unavailable.
+func (s *Store) openError(ctx context.Context, op string, err error) error {
+	switch {
+	case isNotADB(err):
+		return invalid(s.path, "not an SQLite database")
+	case busy(err):
+		return fmt.Errorf("sqlitestore: %s %s: %w: %w", op, s.path, ErrLocked, err)
+	case ctx.Err() != nil:
+		return fmt.Errorf("sqlitestore: %s %s: %w", op, s.path, ctx.Err())
+	}
+	return unavailable(op, s.path, err)
+}
+
+// release undoes a failed Open.
+func (s *Store) release() {
+	if s.conn != nil {
+		s.conn.Close()
+	}
+	if s.db != nil {
+		s.db.Close()
+	}
+	if s.lock != nil {
+		s.lock.Close()
+	}
+}

@@ -1,0 +1,150 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/yachtmemory/sourcecatalog/outbox"
+)
+
+// Outbox is the outbox.Store of a Store: the on-board side's revision
+// counter and entries, in the same file and under the same rules
+// (transactions, locks, poisoning) as the receiver's tables.
+type Outbox struct {
+	s *Store
+}
+
+var _ outbox.Store = (*Outbox)(nil)
+
+// Outbox returns the outbox.Store over s's file. Closing s closes it.
+func (s *Store) Outbox() *Outbox { return &Outbox{s: s} }
+
+// WithVessel implements outbox.Store, with the errors of Store.WithVessel.
+func (o *Outbox) WithVessel(ctx context.Context, vesselID uuid.UUID, fn func(outbox.Tx) error) error {
+	return o.s.transact(ctx, func(q *sql.Conn) error {
+		t := &outboxTx{base: base{s: o.s, q: q}, id: vesselID, vessel: vesselID[:]}
+		defer func() { t.done = true }()
+		if _, err := t.queryRow(ctx, "read outbox vessel", `SELECT last_revision FROM outbox_vessels WHERE vessel_id = ?`,
+			[]any{t.vessel}, &t.last); err != nil {
+			return err
+		}
+		if err := fn(t); err != nil {
+			return err
+		}
+		return t.err
+	})
+}
+
+// outboxTx is the outbox.Tx of one transaction.
+type outboxTx struct {
+	base
+	id     uuid.UUID
+	vessel []byte
+	last   int64 // the last revision allocated, as of this transaction
+}
+
+func (t *outboxTx) NextRevision(ctx context.Context) (int64, error) {
+	rev := t.last + 1
+	_, err := t.exec(ctx, "allocate revision", `INSERT INTO outbox_vessels (vessel_id, last_revision) VALUES (?, ?)
+		ON CONFLICT (vessel_id) DO UPDATE SET last_revision = excluded.last_revision`, t.vessel, rev)
+	if err != nil {
+		return 0, err
+	}
+	t.last = rev
+	return rev, nil
+}
+
+const entryColumns = `snapshot_id, chunk_index, revision, entity_type, entity_key, payload, digest, state`
+
+// entries reads the entries that the query's part after "FROM outbox"
+// selects.
+func (t *outboxTx) entries(ctx context.Context, op, where string, args ...any) ([]outbox.Entry, error) {
+	var out []outbox.Entry
+	err := t.query(ctx, op, `SELECT `+entryColumns+` FROM outbox `+where, args, func(r *sql.Rows) error {
+		e := outbox.Entry{VesselID: t.id}
+		var snap, digest []byte
+		var state string
+		if err := r.Scan(&snap, &e.ChunkIndex, &e.Revision, &e.EntityType, &e.EntityKey, &e.Payload, &digest, &state); err != nil {
+			return err
+		}
+		var err error
+		if e.SnapshotID, err = uuid.FromBytes(snap); err != nil {
+			return err
+		}
+		if len(digest) != len(e.Digest) {
+			return errors.New("digest of the wrong length")
+		}
+		copy(e.Digest[:], digest)
+		e.State = outbox.State(state)
+		out = append(out, e)
+		return nil
+	})
+	return out, err
+}
+
+func (t *outboxTx) Entries(ctx context.Context, snapshot uuid.UUID) ([]outbox.Entry, error) {
+	out, err := t.entries(ctx, "read outbox entries", `WHERE vessel_id = ? AND snapshot_id = ? ORDER BY chunk_index`, t.vessel, snapshot[:])
+	if err == nil && len(out) == 0 {
+		return nil, outbox.ErrNotFound
+	}
+	return out, err
+}
+
+func (t *outboxTx) Pending(ctx context.Context, limit int) ([]outbox.Entry, error) {
+	if err := t.ready(); err != nil {
+		return nil, err
+	}
+	if limit <= 0 {
+		return nil, ctx.Err()
+	}
+	return t.entries(ctx, "read pending outbox entries",
+		`WHERE vessel_id = ? AND state = ? ORDER BY revision, chunk_index LIMIT ?`, t.vessel, string(outbox.Pending), limit)
+}
+
+// entryBatch is how many entries one INSERT writes (9 columns each).
+const entryBatch = 256
+
+func (t *outboxTx) PutEntries(ctx context.Context, entries []outbox.Entry) error {
+	if err := t.ready(); err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.VesselID != t.id {
+			return t.fail(ctx, "write outbox entries", fmt.Errorf("an entry of vessel %s in a transaction of %s", e.VesselID, t.id))
+		}
+	}
+	const row = `(?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	for start := 0; start < len(entries); start += entryBatch {
+		batch := entries[start:min(start+entryBatch, len(entries))]
+		args := make([]any, 0, 9*len(batch))
+		for _, e := range batch {
+			args = append(args, t.vessel, e.SnapshotID[:], e.ChunkIndex, e.Revision, e.EntityType, e.EntityKey,
+				e.Payload, e.Digest[:], string(e.State))
+		}
+		q := `INSERT INTO outbox (vessel_id, ` + entryColumns + `) VALUES ` + strings.Repeat(row+", ", len(batch)-1) + row
+		if _, err := t.exec(ctx, "write outbox entries", q, args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t *outboxTx) SetState(ctx context.Context, snapshot uuid.UUID, chunkIndex int, state outbox.State) error {
+	res, err := t.exec(ctx, "set outbox state", `UPDATE outbox SET state = ?
+		WHERE vessel_id = ? AND snapshot_id = ? AND chunk_index = ?`, string(state), t.vessel, snapshot[:], chunkIndex)
+	if err != nil {
+		return err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return t.fail(ctx, "set outbox state", err)
+	}
+	if n == 0 {
+		return outbox.ErrNotFound
+	}
+	return nil
+}

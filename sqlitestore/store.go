@@ -1,0 +1,178 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/ncruces/go-sqlite3/driver"
+	"github.com/yachtmemory/sourcecatalog"
+	"github.com/yachtmemory/sourcecatalog/finalize"
+)
+
+// Store is a finalize.Store over one SQLite database file; Outbox returns
+// the outbox.Store over the same file. It is safe for concurrent use: its
+// transactions, of any vessel and of both sides, run one at a time.
+type Store struct {
+	path string
+	cfg  config
+
+	mu       sync.Mutex // held for a whole transaction, and by Close
+	db       *sql.DB
+	conn     *sql.Conn // the only connection
+	lock     *os.File  // the lifetime lock; nil for a test VFS
+	poisoned error     // the failure that poisoned the handle
+	closed   bool
+}
+
+var _ finalize.Store = (*Store)(nil)
+
+type config struct {
+	busy      time.Duration
+	exclusive bool
+	vfs       string // a registered test VFS; "" for the operating system's files
+}
+
+// An Option configures Open.
+type Option func(*config)
+
+// maxBusyTimeout bounds WithBusyTimeout.
+const maxBusyTimeout = 10 * time.Minute
+
+// WithBusyTimeout sets how long a transaction waits for another process's
+// write lock before it fails with ErrLocked (default 5 s). Zero fails at
+// once; Open refuses a negative duration or one over ten minutes.
+func WithBusyTimeout(d time.Duration) Option { return func(c *config) { c.busy = d } }
+
+// WithExclusiveLock makes the Store the file's sole owner for its lifetime:
+// Open fails with ErrLocked if any other Store has the file open, and any
+// other Open, from any process, fails at once with ErrLocked until Close.
+func WithExclusiveLock() Option { return func(c *config) { c.exclusive = true } }
+
+// Close releases the database and the lifetime lock. A transaction still
+// running finishes first. Close is idempotent; every call after it fails
+// with ErrClosed.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	err := errors.Join(s.conn.Close(), s.db.Close())
+	if s.lock != nil {
+		err = errors.Join(err, s.lock.Close()) // closing releases the flock
+	}
+	if err != nil {
+		return sourcecatalog.Wrap(sourcecatalog.ErrStoreUnavailable, fmt.Errorf("sqlitestore: close %s: %w", s.path, err))
+	}
+	return nil
+}
+
+// usable returns why the Store cannot run a transaction, or nil. s.mu is
+// held.
+func (s *Store) usable() error {
+	switch {
+	case s.closed:
+		return ErrClosed
+	case s.poisoned != nil:
+		return fmt.Errorf("%w (by: %w)", ErrPoisoned, s.poisoned)
+	}
+	return nil
+}
+
+// poison records the first failure that leaves the file's state in doubt.
+// s.mu is held.
+func (s *Store) poison(err error) {
+	if s.poisoned == nil {
+		s.poisoned = err
+	}
+}
+
+// classify classes the error of a statement of the running transaction.
+func (s *Store) classify(ctx context.Context, op string, err error) error {
+	return classify(ctx, op, err, s.poison)
+}
+
+// transact runs body in one BEGIN IMMEDIATE transaction and commits it
+// when body returns nil; otherwise, or when body panics, it rolls back and
+// returns body's error unchanged. COMMIT and ROLLBACK run whatever ctx
+// says, so that their outcome depends on the file alone; if either fails,
+// or body met an I/O error, the Store is poisoned.
+func (s *Store) transact(ctx context.Context, body func(q *sql.Conn) error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.usable(); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("sqlitestore: begin: %w", err)
+	}
+	if _, err := s.conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		return s.classify(ctx, "begin", err)
+	}
+	done := false
+	defer func() {
+		if !done { // body panicked
+			s.rollback()
+		}
+	}()
+	err := body(s.conn)
+	done = true
+	if err != nil {
+		s.rollback()
+		return err
+	}
+	if s.poisoned != nil { // body met an I/O error and returned nil all the same
+		s.rollback()
+		return s.usable()
+	}
+	if _, err := s.conn.ExecContext(context.WithoutCancel(ctx), "COMMIT"); err != nil {
+		s.poison(err)
+		s.rollback()
+		return fmt.Errorf("sqlitestore: commit: %w: %w", ErrPoisoned, err)
+	}
+	return nil
+}
+
+// rollback ends the open transaction, if SQLite has not already ended it
+// (as it does after some errors); a failed ROLLBACK poisons the Store.
+func (s *Store) rollback() {
+	open := true
+	if err := s.conn.Raw(func(c any) error {
+		open = !c.(driver.Conn).Raw().GetAutocommit()
+		return nil
+	}); err != nil {
+		s.poison(err)
+		return
+	}
+	if !open {
+		return
+	}
+	if _, err := s.conn.ExecContext(context.Background(), "ROLLBACK"); err != nil {
+		s.poison(err)
+	}
+}
+
+// WithVessel implements finalize.Store. It returns fn's error unchanged;
+// ErrLocked when the write lock stays taken for the busy timeout;
+// ErrPoisoned, ErrClosed, or an error wrapping ErrPoisoned when the commit
+// fails.
+func (s *Store) WithVessel(ctx context.Context, vesselID uuid.UUID, fn func(finalize.Tx) error) error {
+	return s.transact(ctx, func(q *sql.Conn) error {
+		t := &tx{base: base{s: s, q: q}, vessel: vesselID[:]}
+		defer func() { t.done = true }()
+		if err := t.readVessel(ctx); err != nil {
+			return err
+		}
+		if err := fn(t); err != nil {
+			return err
+		}
+		return t.err // a failed statement whose error fn dropped
+	})
+}

@@ -1,0 +1,268 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/yachtmemory/sourcecatalog/finalize"
+	"github.com/yachtmemory/sourcecatalog/internal/indexblob"
+)
+
+// base is what the transactions of both sides share: the Store, the
+// connection, and the first error a statement returned. After an error
+// the transaction refuses every further call with that error, and the
+// Store does not commit it even if the callback returns nil.
+type base struct {
+	s    *Store
+	q    *sql.Conn
+	done bool
+	err  error
+}
+
+// ready panics on a transaction used after its callback returned, and
+// returns the error that ended it, if any.
+func (b *base) ready() error {
+	if b.done {
+		panic("sqlitestore: Tx used after its callback returned")
+	}
+	return b.err
+}
+
+// fail records and returns the classified error of a statement run for op.
+func (b *base) fail(ctx context.Context, op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	b.err = b.s.classify(ctx, op, err)
+	return b.err
+}
+
+func (b *base) exec(ctx context.Context, op, query string, args ...any) (sql.Result, error) {
+	if err := b.ready(); err != nil {
+		return nil, err
+	}
+	res, err := b.q.ExecContext(ctx, query, args...)
+	return res, b.fail(ctx, op, err)
+}
+
+// queryRow scans the one row query returns into dest, and reports whether
+// there was one.
+func (b *base) queryRow(ctx context.Context, op, query string, args []any, dest ...any) (bool, error) {
+	if err := b.ready(); err != nil {
+		return false, err
+	}
+	err := b.q.QueryRowContext(ctx, query, args...).Scan(dest...)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, b.fail(ctx, op, err)
+}
+
+// query calls scan for each row query returns.
+func (b *base) query(ctx context.Context, op, query string, args []any, scan func(*sql.Rows) error) error {
+	if err := b.ready(); err != nil {
+		return err
+	}
+	rows, err := b.q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return b.fail(ctx, op, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := scan(rows); err != nil {
+			return b.fail(ctx, op, err)
+		}
+	}
+	return b.fail(ctx, op, errors.Join(rows.Err(), rows.Close()))
+}
+
+// tx is the finalize.Tx of one transaction on a vessel.
+type tx struct {
+	base
+	vessel []byte
+	state  finalize.VesselState
+}
+
+// unixTime splits t into the two columns that store a time; fromUnix
+// returns the same instant, in UTC.
+func unixTime(t time.Time) (sec int64, nsec int64) { return t.Unix(), int64(t.Nanosecond()) }
+
+func fromUnix(sec, nsec int64) time.Time { return time.Unix(sec, nsec).UTC() }
+
+// readVessel reads the vessel's active pointer, zero when it has no row.
+func (t *tx) readVessel(ctx context.Context) error {
+	var snap, doc []byte
+	var sec, nsec sql.NullInt64
+	_, err := t.queryRow(ctx, "read vessel", `SELECT active_snapshot_id, active_revision,
+		active_discovered_at_sec, active_discovered_at_nsec, active_document_sha256
+		FROM vessels WHERE vessel_id = ?`, []any{t.vessel}, &snap, &t.state.ActiveRevision, &sec, &nsec, &doc)
+	if err != nil {
+		return err
+	}
+	if snap != nil {
+		if t.state.ActiveSnapshot, err = uuid.FromBytes(snap); err != nil {
+			return t.fail(ctx, "read vessel", err)
+		}
+	}
+	if sec.Valid && nsec.Valid {
+		t.state.ActiveDiscoveredAt = fromUnix(sec.Int64, nsec.Int64)
+	}
+	copy(t.state.ActiveDocument[:], doc)
+	return nil
+}
+
+func (t *tx) Vessel(ctx context.Context) (finalize.VesselState, error) {
+	if err := t.ready(); err != nil {
+		return finalize.VesselState{}, err
+	}
+	return t.state, ctx.Err()
+}
+
+func (t *tx) SetVessel(ctx context.Context, v finalize.VesselState) error {
+	var snap, doc, sec, nsec any
+	if v.ActiveSnapshot != uuid.Nil {
+		snap, doc = v.ActiveSnapshot[:], v.ActiveDocument[:]
+		sec, nsec = unixTime(v.ActiveDiscoveredAt)
+	}
+	_, err := t.exec(ctx, "set vessel", `INSERT INTO vessels (vessel_id, active_snapshot_id, active_revision,
+		active_discovered_at_sec, active_discovered_at_nsec, active_document_sha256) VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (vessel_id) DO UPDATE SET active_snapshot_id = excluded.active_snapshot_id,
+		active_revision = excluded.active_revision, active_discovered_at_sec = excluded.active_discovered_at_sec,
+		active_discovered_at_nsec = excluded.active_discovered_at_nsec,
+		active_document_sha256 = excluded.active_document_sha256`, t.vessel, snap, v.ActiveRevision, sec, nsec, doc)
+	if err == nil {
+		t.state = v
+	}
+	return err
+}
+
+const snapshotColumns = `snapshot_id, revision, state, final_status, manifest, manifest_sha256,
+	chunk_count, record_count, chunks_staged, staged_bytes, reason`
+
+func scanSnapshot(sc interface{ Scan(...any) error }, s *finalize.Snapshot) error {
+	var id, digest []byte
+	var state, final string
+	err := sc.Scan(&id, &s.Revision, &state, &final, &s.Manifest, &digest,
+		&s.ChunkCount, &s.RecordCount, &s.ChunksStaged, &s.StagedBytes, &s.Reason)
+	if err != nil {
+		return err
+	}
+	if s.ID, err = uuid.FromBytes(id); err != nil {
+		return err
+	}
+	s.State, s.Final = finalize.SnapshotState(state), finalize.OutcomeStatus(final)
+	copy(s.ManifestDigest[:], digest)
+	return nil
+}
+
+func (t *tx) Snapshot(ctx context.Context, id uuid.UUID) (finalize.Snapshot, error) {
+	var s finalize.Snapshot
+	found := false
+	err := t.query(ctx, "read snapshot", `SELECT `+snapshotColumns+` FROM snapshots WHERE vessel_id = ? AND snapshot_id = ?`,
+		[]any{t.vessel, id[:]}, func(r *sql.Rows) error { found = true; return scanSnapshot(r, &s) })
+	if err == nil && !found {
+		err = finalize.ErrNotFound
+	}
+	return s, err
+}
+
+func (t *tx) Snapshots(ctx context.Context) ([]finalize.Snapshot, error) {
+	var out []finalize.Snapshot
+	err := t.query(ctx, "read snapshots", `SELECT `+snapshotColumns+` FROM snapshots WHERE vessel_id = ?`,
+		[]any{t.vessel}, func(r *sql.Rows) error {
+			var s finalize.Snapshot
+			err := scanSnapshot(r, &s)
+			out = append(out, s)
+			return err
+		})
+	return out, err
+}
+
+func (t *tx) PutSnapshot(ctx context.Context, s finalize.Snapshot) error {
+	var manifest, digest any
+	if s.Manifest != nil {
+		manifest, digest = s.Manifest, s.ManifestDigest[:]
+	}
+	_, err := t.exec(ctx, "write snapshot", `INSERT INTO snapshots (vessel_id, `+snapshotColumns+`)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (vessel_id, snapshot_id) DO UPDATE SET revision = excluded.revision, state = excluded.state,
+		final_status = excluded.final_status, manifest = excluded.manifest,
+		manifest_sha256 = excluded.manifest_sha256, chunk_count = excluded.chunk_count,
+		record_count = excluded.record_count, chunks_staged = excluded.chunks_staged,
+		staged_bytes = excluded.staged_bytes, reason = excluded.reason`,
+		t.vessel, s.ID[:], s.Revision, string(s.State), string(s.Final), manifest, digest,
+		s.ChunkCount, s.RecordCount, s.ChunksStaged, s.StagedBytes, boundReason(s.Reason))
+	return err
+}
+
+// boundReason bounds a rejection reason, cut at a character boundary.
+func boundReason(s string) string {
+	const limit = 1000
+	if len(s) <= limit {
+		return s
+	}
+	cut := limit
+	for cut > 0 && s[cut]&0xC0 == 0x80 {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+func (t *tx) DeleteSnapshot(ctx context.Context, id uuid.UUID) error {
+	if _, err := t.exec(ctx, "delete chunks", `DELETE FROM chunks WHERE vessel_id = ? AND snapshot_id = ?`, t.vessel, id[:]); err != nil {
+		return err
+	}
+	_, err := t.exec(ctx, "delete snapshot", `DELETE FROM snapshots WHERE vessel_id = ? AND snapshot_id = ?`, t.vessel, id[:])
+	return err
+}
+
+func (t *tx) Chunk(ctx context.Context, snapshot uuid.UUID, index int) (finalize.StagedChunk, error) {
+	c := finalize.StagedChunk{Snapshot: snapshot, Index: index}
+	var digest []byte
+	found, err := t.queryRow(ctx, "read chunk", `SELECT payload_sha256, chunk_canonical FROM chunks
+		WHERE vessel_id = ? AND snapshot_id = ? AND chunk_index = ?`, []any{t.vessel, snapshot[:], index}, &digest, &c.Canonical)
+	if err == nil && !found {
+		err = finalize.ErrNotFound
+	}
+	copy(c.Payload[:], digest)
+	return c, err
+}
+
+func (t *tx) Chunks(ctx context.Context, snapshot uuid.UUID) ([]finalize.StagedChunk, error) {
+	var out []finalize.StagedChunk
+	err := t.query(ctx, "read chunks", `SELECT chunk_index, payload_sha256, chunk_canonical FROM chunks
+		WHERE vessel_id = ? AND snapshot_id = ? ORDER BY chunk_index`, []any{t.vessel, snapshot[:]}, func(r *sql.Rows) error {
+		c := finalize.StagedChunk{Snapshot: snapshot}
+		var digest []byte
+		err := r.Scan(&c.Index, &digest, &c.Canonical)
+		copy(c.Payload[:], digest)
+		out = append(out, c)
+		return err
+	})
+	return out, err
+}
+
+func (t *tx) PutChunk(ctx context.Context, c finalize.StagedChunk) error {
+	_, err := t.exec(ctx, "write chunk", `INSERT INTO chunks (vessel_id, snapshot_id, chunk_index, payload_sha256, chunk_canonical)
+		VALUES (?, ?, ?, ?, ?)`, t.vessel, c.Snapshot[:], c.Index, c.Payload[:], c.Canonical)
+	return err
+}
+
+func (t *tx) Index(ctx context.Context) ([]finalize.IndexEntry, error) {
+	var blob []byte
+	found, err := t.queryRow(ctx, "read index", `SELECT entries FROM record_index WHERE vessel_id = ?`, []any{t.vessel}, &blob)
+	if err != nil || !found {
+		return nil, err
+	}
+	index, err := indexblob.Decode(blob)
+	return index, t.fail(ctx, "read index", err)
+}
+
+func (t *tx) SetIndex(ctx context.Context, index []finalize.IndexEntry) error {
+	_, err := t.exec(ctx, "write index", `INSERT INTO record_index (vessel_id, entries) VALUES (?, ?)
+		ON CONFLICT (vessel_id) DO UPDATE SET entries = excluded.entries`, t.vessel, indexblob.Encode(index))
+	return err
+}
