@@ -27,30 +27,31 @@ const hexDigits = "0123456789abcdef"
 func appendEscaped(dst []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !needsEscape[c] {
-			continue
+		if c := s[i]; needsEscape[c] {
+			dst = appendEscapedByte(append(dst, s[start:i]...), c)
+			start = i + 1
 		}
-		dst = append(dst, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			dst = append(dst, '\\', c)
-		case '\b':
-			dst = append(dst, '\\', 'b')
-		case '\f':
-			dst = append(dst, '\\', 'f')
-		case '\n':
-			dst = append(dst, '\\', 'n')
-		case '\r':
-			dst = append(dst, '\\', 'r')
-		case '\t':
-			dst = append(dst, '\\', 't')
-		default:
-			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-		}
-		start = i + 1
 	}
 	return append(dst, s[start:]...)
+}
+
+// appendEscapedByte appends the escape of a byte that needsEscape.
+func appendEscapedByte(dst []byte, c byte) []byte {
+	switch c {
+	case '"', '\\':
+		return append(dst, '\\', c)
+	case '\b':
+		return append(dst, '\\', 'b')
+	case '\f':
+		return append(dst, '\\', 'f')
+	case '\n':
+		return append(dst, '\\', 'n')
+	case '\r':
+		return append(dst, '\\', 'r')
+	case '\t':
+		return append(dst, '\\', 't')
+	}
+	return append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
 }
 
 // EscapedLen returns the number of bytes AppendString adds for s, quotes

@@ -100,6 +100,15 @@ func reallyIntentional(in []byte, se *SyntaxError) bool {
 		end++
 	}
 	lit := string(in[se.Offset:end])
+	// big.Rat refuses exponents beyond about a million: decide far
+	// overflow and underflow by the magnitude alone. Doubles lie between
+	// 4.9e-324 and 1.8e308.
+	switch e, zero := magnitude(lit); {
+	case zero:
+		return false
+	case e > 310, e < -330:
+		return true
+	}
 	exact, ok := new(big.Rat).SetString(lit)
 	if !ok {
 		return false
@@ -118,6 +127,30 @@ func reallyIntentional(in []byte, se *SyntaxError) bool {
 	return exact.Cmp(shortest) != 0
 }
 
+// magnitude returns, for a JSON number literal, the decimal exponent e
+// with 10^(e-1) <= |value| < 10^e, or reports that the value is zero.
+// Exponents beyond ±10^9 saturate there.
+func magnitude(lit string) (e int64, zero bool) {
+	lit = strings.TrimPrefix(lit, "-")
+	mant, exp, _ := strings.Cut(strings.ToLower(lit), "e")
+	x, err := strconv.ParseInt(exp, 10, 64)
+	if exp == "" {
+		x = 0
+	} else if err != nil || x > 1e9 || x < -1e9 {
+		x = 1e9
+		if exp[0] == '-' {
+			x = -1e9
+		}
+	}
+	intPart, frac, _ := strings.Cut(mant, ".")
+	digits := intPart + frac
+	first := strings.IndexAny(digits, "123456789")
+	if first < 0 {
+		return 0, true
+	}
+	return int64(len(intPart)-first) + x, false
+}
+
 func isIntentional(err error) bool {
 	for _, d := range intentionalDifferences {
 		if errors.Is(err, d) {
@@ -134,6 +167,7 @@ func TestIntentionalDifferences(t *testing.T) {
 		`9007199254740993`:                ErrLossyNumber,
 		`18446744073709551616`:            ErrLossyNumber,
 		`[1e-400]`:                        ErrLossyNumber,
+		`1e-1010000`:                      ErrLossyNumber,
 		repeat("[", 65) + repeat("]", 65): ErrTooDeep,
 	} {
 		if _, err := jcs.Transform([]byte(in)); err != nil {

@@ -295,34 +295,42 @@ func spanNumber(src []byte, i int) (int, bool) {
 
 // isCanonicalNumber reports whether the number literal lit (valid JSON
 // syntax) parses without error to a double whose canonical text is lit.
-// It formats like jcs.NumberToJSON, without allocating; zero, whose only
-// canonical text "0" spanNumber accepts itself, is refused here.
+// It allocates nothing; zero, whose only canonical text "0" spanNumber
+// accepts itself, is refused here.
 func isCanonicalNumber(lit []byte) bool {
 	f, err := strconv.ParseFloat(bytesString(lit), 64)
 	if err != nil || f == 0 {
 		return false
 	}
 	var buf [40]byte
-	b := buf[:0]
+	return string(appendNumber(buf[:0], f)) == string(lit)
+}
+
+// appendNumber appends the canonical text of the finite double f, as
+// jcs.NumberToJSON formats it: ECMAScript's shortest round-trip form.
+func appendNumber(b []byte, f float64) []byte {
+	if f == 0 {
+		return append(b, '0') // and -0
+	}
 	if f < 0 {
 		b = append(b, '-')
 		f = -f
 	}
 	if f < 1e21 && f >= 1e-6 {
-		b = strconv.AppendFloat(b, f, 'f', -1, 64)
-	} else {
-		b = strconv.AppendFloat(b, f, 'e', -1, 64)
-		// Go writes at least two exponent digits, "1e+09"; ECMAScript "1e+9".
-		for k := len(b) - 1; k > 0; k-- {
-			if b[k] == 'e' {
-				if b[k+2] == '0' {
-					b = append(b[:k+2], b[k+3:]...)
-				}
-				break
+		return strconv.AppendFloat(b, f, 'f', -1, 64)
+	}
+	at := len(b)
+	b = strconv.AppendFloat(b, f, 'e', -1, 64)
+	// Go writes at least two exponent digits, "1e+09"; ECMAScript "1e+9".
+	for k := len(b) - 1; k > at; k-- {
+		if b[k] == 'e' {
+			if b[k+2] == '0' {
+				b = append(b[:k+2], b[k+3:]...)
 			}
+			break
 		}
 	}
-	return string(b) == string(lit)
+	return b
 }
 
 // bytesString views b as a string for reading only; b must not change while

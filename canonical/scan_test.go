@@ -40,13 +40,13 @@ func checkSpan(t *testing.T, in []byte) {
 
 func nestingOf(v *Value) int {
 	d := 0
-	for i := range v.elems {
-		d = max(d, nestingOf(&v.elems[i]))
+	for i := range v.Elems() {
+		d = max(d, nestingOf(&v.Elems()[i]))
 	}
-	for i := range v.mems {
-		d = max(d, nestingOf(&v.mems[i].Value))
+	for i := range v.Members() {
+		d = max(d, nestingOf(&v.Members()[i].Value))
 	}
-	if v.kind == Array || v.kind == Object {
+	if v.Kind() == Array || v.Kind() == Object {
 		d++
 	}
 	return d
@@ -55,13 +55,13 @@ func nestingOf(v *Value) int {
 // escapedName reports whether v has a member name that needs escaping, the
 // canonical texts IsCanonical is allowed to refuse.
 func escapedName(v *Value) bool {
-	for i := range v.elems {
-		if escapedName(&v.elems[i]) {
+	for i := range v.Elems() {
+		if escapedName(&v.Elems()[i]) {
 			return true
 		}
 	}
-	for i := range v.mems {
-		if !v.mems[i].plain || escapedName(&v.mems[i].Value) {
+	for i, m := range v.Members() {
+		if EscapedLen(m.Name) != len(m.Name)+2 || escapedName(&v.Members()[i].Value) {
 			return true
 		}
 	}

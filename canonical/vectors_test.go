@@ -26,6 +26,10 @@ var validCases = []struct {
 	{"supplementary sorts before U+E000", "{\"\ue000\":1,\"\U00010000\":2}", "{\"\U00010000\":2,\"\ue000\":1}"},
 	{"prefix sorts first", `{"ab":1,"a":2,"":3}`, `{"":3,"a":2,"ab":1}`},
 	{"case is significant", `{"a":1,"B":2,"A":3}`, `{"A":3,"B":2,"a":1}`},
+	{"escaped names sorted decoded", `{"a\"":1,"a":2,"a\n":3,"\u0000":4}`, `{"\u0000":4,"a":2,"a\n":3,"a\"":1}`},
+	{"escaped name sorts before a plain one", `{"A":1,"\n":2}`, `{"\n":2,"A":1}`},
+	{"sorted inside sorted", `{"b":{"d":[{"f":1,"e":2}],"c":3},"a":0}`, `{"a":0,"b":{"c":3,"d":[{"e":2,"f":1}]}}`},
+	{"order broken late", "{\"a\":1,\"b\":[2, 3],\"d\":\"\\\"}\",\n\"c\":4}", `{"a":1,"b":[2,3],"c":4,"d":"\"}"}`},
 
 	// Strings: minimal escaping, everything else verbatim.
 	{"short escapes", `"\b\f\n\r\t\"\\"`, `"\b\f\n\r\t\"\\"`},
@@ -87,6 +91,10 @@ var invalidCases = []struct {
 	{"duplicate via escape", `{"a":1,"\u0061":2}`, ErrDuplicateName, 7},
 	{"duplicate via surrogate escape", "{\"\U0001F600\":1,\"\\ud83d\\ude00\":2}", ErrDuplicateName, 10},
 	{"duplicate nested", `[{"x":{"k":1,"k":1}}]`, ErrDuplicateName, 13},
+	{"duplicate of a name in order", `{"a":1,"b":2,"c":3,"\u0062":4}`, ErrDuplicateName, 19},
+	{"duplicate after the order broke", `{"c":1,"b":2,"b":3}`, ErrDuplicateName, 13},
+	{"duplicate after a value with brackets", `{"b": [ "}" ] ,"a":1 ,"b":2}`, ErrDuplicateName, 22},
+	{"duplicate before a syntax error", `{"b":1,"b":2,]`, ErrSyntax, 13},
 
 	{"invalid UTF-8 in string", "\"a\xffb\"", ErrInvalidUTF8, 2},
 	{"overlong UTF-8", "\"\xc0\xaf\"", ErrInvalidUTF8, 1},

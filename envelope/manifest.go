@@ -91,11 +91,28 @@ func checkTime(t time.Time) error {
 // Canonical messages are at most MaxRequest bytes.
 const MaxMessageSize = 4 * sourcecatalog.MaxRequest
 
+// parseMessage parses a message for the decoders. Before any tree is built
+// it refuses, in this order, a message over MaxMessageSize bytes
+// (ErrLimitExceeded), malformed JSON (ErrMalformedJSON), a value other than
+// an object (ErrInvalidValue) and a canonical form over MaxRequest bytes
+// (ErrLimitExceeded), which no valid message has. The checks before the
+// tree cost about one copy of the message, and the tree of what remains is
+// small, however hostile the input.
 func parseMessage(raw []byte) (canonical.Value, error) {
 	if len(raw) > MaxMessageSize {
 		return canonical.Value{}, sourcecatalog.Errorf(sourcecatalog.ErrLimitExceeded, "message larger than "+strconv.Itoa(MaxMessageSize)+" bytes")
 	}
-	v, err := canonical.Parse(raw)
+	canon, err := canonical.Transform(raw)
+	if err != nil {
+		return canonical.Value{}, sourcecatalog.Wrap(sourcecatalog.ErrMalformedJSON, err)
+	}
+	if canon[0] != '{' {
+		return canonical.Value{}, sourcecatalog.Errorf(sourcecatalog.ErrInvalidValue, "must be a JSON object")
+	}
+	if len(canon) > sourcecatalog.MaxRequest {
+		return canonical.Value{}, sourcecatalog.Errorf(sourcecatalog.ErrLimitExceeded, "canonical message larger than "+strconv.Itoa(sourcecatalog.MaxRequest)+" bytes")
+	}
+	v, err := canonical.Parse(raw) // raw, which tells integer literals apart
 	if err != nil {
 		return canonical.Value{}, sourcecatalog.Wrap(sourcecatalog.ErrMalformedJSON, err)
 	}

@@ -13,8 +13,9 @@
 //
 // Readers ([Decode]) are lenient about layout and strict about content: the
 // chunks may appear in any order and with any JSON whitespace or member
-// order, and each one is canonicalised and then decoded and verified by
-// package envelope.
+// order, and each one is decoded and verified by package envelope, within
+// its bound on the size of a message (envelope.MaxMessageSize, whitespace
+// included).
 package files
 
 import (
@@ -119,16 +120,9 @@ func Decode(header, chunks []byte) (*envelope.Snapshot, error) {
 		}
 		return nil, errors.Join(problems...)
 	}
-	msgs := make([][]byte, len(elems))
-	for i, raw := range elems {
-		// Canonical bytes stay within the decoders' message bound however
-		// the file was indented. Malformed elements are handed on as they
-		// are, and the decoder reports them at their position.
-		if msgs[i], err = canonical.Transform(raw); err != nil {
-			msgs[i] = raw
-		}
-	}
-	return envelope.DecodeSnapshot(header, msgs)
+	// Each element goes to the decoder as it is written: the decoder
+	// refuses one over its size bound before parsing it.
+	return envelope.DecodeSnapshot(header, elems)
 }
 
 // SplitArray returns the raw text of each element of the JSON array src,
