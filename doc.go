@@ -29,10 +29,16 @@
 //
 // # Errors
 //
-// Every failure the packages report wraps one of the class sentinels declared
-// here, so callers branch with [errors.Is]. Failures located in a snapshot are
-// an [*Error] that says where: chunk index, record index and field. Error
-// texts may change between versions; the classes do not.
+// Every failure the packages report wraps exactly one of the class sentinels
+// declared here, so callers branch with [errors.Is] or [Class]. Three kinds of
+// error value are not failures of an operation and wrap no class: detail
+// sentinels (canonical.ErrDuplicateName, ...), found only inside an error of
+// their class; the ErrNotFound a store transaction answers to the package
+// driving it; and what a store passes on unchanged (its callback's error, a
+// done context's error). The Receiver, Writer and Publisher class the latter
+// as ErrStoreUnavailable. Failures located in a snapshot are an [*Error] that
+// says where: chunk index, record index and field. Error texts may change
+// between versions; the classes do not.
 package sourcecatalog
 
 // Wire constants of protocol v2.

@@ -2,13 +2,28 @@ package sourcecatalog
 
 import (
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 )
 
 // Error classes. Every error returned by this module's packages wraps exactly
-// one of them; test with errors.Is.
+// one of them; test with errors.Is, or find it with [Class]. The contract has
+// three named exceptions, none of them a failure of an operation:
+//
+//   - A detail sentinel, such as canonical.ErrDuplicateName, refines a
+//     class: it is found inside a returned error of its class (here
+//     ErrMalformedJSON) and is never returned alone.
+//   - finalize.ErrNotFound and outbox.ErrNotFound are a store
+//     transaction's answer to the package driving it. They wrap no class,
+//     and the Receiver, Writer and Publisher never return one alone.
+//   - A store's WithVessel returns its callback's error unchanged; the
+//     in-memory stores return a done context's error, and the conformance
+//     kits' fault stores their ErrInjected, as it is. The Receiver, Writer
+//     and Publisher return anything a store, a transport or a registry
+//     reports that wraps no class as ErrStoreUnavailable, keeping it as the
+//     cause.
 var (
 	// ErrMalformedJSON: the bytes are not strict JSON (see package canonical
 	// for the rules, which are stricter than RFC 8259).
@@ -19,7 +34,10 @@ var (
 	ErrMissingField = errors.New("missing field")
 	// ErrInvalidValue: a member has the wrong JSON type or a value outside its
 	// domain (a UUID that is not lowercase 8-4-4-4-12, 42.0 for an integer, a
-	// path with an empty segment, ...).
+	// path with an empty segment, ...), or a setting outside what the call
+	// accepts (mysqlstore: a connection with no current schema, the
+	// production schema without the opt-in, tables of another shape). Fix
+	// the input or the configuration; retrying the same call fails again.
 	ErrInvalidValue = errors.New("invalid value")
 	// ErrLimitExceeded: a hard protocol limit (chunks, records, body bytes)
 	// would be exceeded.
@@ -30,10 +48,13 @@ var (
 	// ErrHashMismatch: a payload or document hash does not match the bytes.
 	ErrHashMismatch = errors.New("hash mismatch")
 	// ErrIntegrity: the records of a snapshot break an integrity rule
-	// (uniqueness, one observation per path, resolution, order, index set).
+	// (uniqueness, one observation per path, resolution, order, index set),
+	// or a receipt does not acknowledge the entry that was sent
+	// (outbox.ErrReceiptMismatch).
 	ErrIntegrity = errors.New("integrity violation")
 	// ErrUnsupported: a capability this protocol version does not support
-	// (another protocol, scope or inventory coverage).
+	// (another protocol, scope or inventory coverage), or that the receiver
+	// has not declared (outbox.ErrCapabilityOff).
 	ErrUnsupported = errors.New("unsupported capability")
 	// ErrIncompleteScan: the discovery scan reported truncation or
 	// pagination uncertainty, or a manifest does not claim transport
@@ -52,10 +73,37 @@ var (
 	ErrRevisionConflict = errors.New("revision conflict")
 	// ErrStagingExhausted: a per-vessel staging bound would be exceeded.
 	ErrStagingExhausted = errors.New("staging exhausted")
-	// ErrStoreUnavailable: the store is locked, poisoned or otherwise cannot
-	// serve the request; the operation changed nothing and may be retried.
+	// ErrStoreUnavailable: the store (or a transport or registry) is locked,
+	// poisoned or otherwise cannot serve the request, or the context ended
+	// first; the cause is wrapped. The operation changed nothing and may be
+	// retried.
 	ErrStoreUnavailable = errors.New("store unavailable")
 )
+
+// classes lists the classes in the order declared.
+var classes = []error{
+	ErrMalformedJSON, ErrUnknownField, ErrMissingField, ErrInvalidValue,
+	ErrLimitExceeded, ErrRecordTooLarge, ErrHashMismatch, ErrIntegrity,
+	ErrUnsupported, ErrIncompleteScan, ErrForeignVessel, ErrUnregisteredVessel,
+	ErrConflict, ErrRevisionConflict, ErrStagingExhausted, ErrStoreUnavailable,
+}
+
+// Classes returns the error classes in the order they are declared, in a new
+// slice on each call.
+func Classes() []error { return slices.Clone(classes) }
+
+// Class returns the class err wraps, or nil when err is nil or wraps none
+// (see the exceptions above). An error of this module wraps at most one
+// class; were err to wrap several, Class would return the first in the
+// order of [Classes].
+func Class(err error) error {
+	for _, c := range classes {
+		if errors.Is(err, c) {
+			return c
+		}
+	}
+	return nil
+}
 
 // NoIndex marks an absent chunk or record index in an [Error].
 const NoIndex = -1

@@ -2,8 +2,6 @@ package finalize
 
 import (
 	"context"
-	"errors"
-	"slices"
 
 	"github.com/google/uuid"
 	"github.com/yachtmemory/sourcecatalog"
@@ -25,21 +23,11 @@ var (
 	ErrActiveSnapshot error = sourcecatalog.Errorf(ErrConflict, "the active snapshot cannot be removed")
 )
 
-// classes are the module's error classes; every error the Receiver returns
-// wraps exactly one.
-var classes = []error{
-	sourcecatalog.ErrMalformedJSON, sourcecatalog.ErrUnknownField, sourcecatalog.ErrMissingField,
-	sourcecatalog.ErrInvalidValue, sourcecatalog.ErrLimitExceeded, sourcecatalog.ErrRecordTooLarge,
-	sourcecatalog.ErrHashMismatch, sourcecatalog.ErrIntegrity, sourcecatalog.ErrUnsupported,
-	sourcecatalog.ErrIncompleteScan, ErrForeignVessel, ErrUnregisteredVessel, ErrConflict,
-	ErrRevisionConflict, ErrStagingExhausted, ErrStoreUnavailable,
-}
-
 // unavailable classes err as ErrStoreUnavailable, keeping it as the cause,
 // unless it already wraps a class: a cancelled context, a failed statement
 // or registry answer stays errors.Is-able and gets a class.
 func unavailable(err error, detail string) error {
-	if err == nil || slices.ContainsFunc(classes, func(c error) bool { return errors.Is(err, c) }) {
+	if err == nil || sourcecatalog.Class(err) != nil {
 		return err
 	}
 	e := sourcecatalog.Wrap(ErrStoreUnavailable, err)

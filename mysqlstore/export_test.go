@@ -58,3 +58,6 @@ func EndTransactions(s *Store, point hookPoint, n int) {
 
 // EndOutboxTransactions is EndTransactions for an Outbox.
 func EndOutboxTransactions(o *Outbox, point hookPoint, n int) { EndTransactions(o.s, point, n) }
+
+// Wrap is wrap: an error of the named operation, classed.
+var Wrap = wrap

@@ -4,11 +4,11 @@ import (
 	"context"
 	"database/sql"
 	_ "embed"
-	"errors"
-	"fmt"
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/yachtmemory/sourcecatalog"
 )
 
 // SchemaV2 is the DDL of every table this package uses, as run by Migrate.
@@ -22,12 +22,14 @@ var SchemaV2 string
 const ProductionSchema = "yachtmemory_telemetry"
 
 // ErrNoSchema is returned by Migrate and CheckSchema when the connection has
-// no current schema.
-var ErrNoSchema = errors.New("mysqlstore: the connection has no current schema (add one to the DSN)")
+// no current schema. It wraps sourcecatalog.ErrInvalidValue.
+var ErrNoSchema error = sourcecatalog.Errorf(sourcecatalog.ErrInvalidValue,
+	"mysqlstore: the connection has no current schema (add one to the DSN)")
 
 // ErrProductionSchema is returned by Migrate in ProductionSchema without
-// AllowProductionSchema.
-var ErrProductionSchema = errors.New("mysqlstore: refusing to migrate " + ProductionSchema + " without AllowProductionSchema")
+// AllowProductionSchema. It wraps sourcecatalog.ErrInvalidValue.
+var ErrProductionSchema error = sourcecatalog.Errorf(sourcecatalog.ErrInvalidValue,
+	"mysqlstore: refusing to migrate "+ProductionSchema+" without AllowProductionSchema")
 
 // A MigrateOption changes what Migrate accepts.
 type MigrateOption func(*migrateConfig)
@@ -59,7 +61,7 @@ func Migrate(ctx context.Context, db *sql.DB, opts ...MigrateOption) error {
 	}
 	for _, stmt := range statements(SchemaV2) {
 		if _, err := db.ExecContext(ctx, stmt); err != nil {
-			return fmt.Errorf("mysqlstore: migrate: %w", err)
+			return wrap("migrate", err)
 		}
 	}
 	return CheckSchema(ctx, db)
@@ -68,7 +70,7 @@ func Migrate(ctx context.Context, db *sql.DB, opts ...MigrateOption) error {
 func currentSchema(ctx context.Context, db *sql.DB) (string, error) {
 	var schema sql.NullString
 	if err := db.QueryRowContext(ctx, "SELECT DATABASE()").Scan(&schema); err != nil {
-		return "", fmt.Errorf("mysqlstore: %w", err)
+		return "", wrap("read the current schema", err)
 	}
 	if !schema.Valid || schema.String == "" {
 		return "", ErrNoSchema
@@ -118,7 +120,8 @@ var obsoleteColumns = []string{"active_discovered_at_ns", "first_seen_at_ns", "l
 
 // A SchemaError lists what CheckSchema found missing, as "table" or
 // "table.column", and the columns of an earlier shape of the tables it
-// found, as "table.column".
+// found, as "table.column". It wraps sourcecatalog.ErrInvalidValue: the
+// schema needs Migrate or an operator, not a retry.
 type SchemaError struct {
 	Schema   string
 	Missing  []string
@@ -141,6 +144,9 @@ func (e *SchemaError) Error() string {
 	return msg
 }
 
+// Unwrap returns sourcecatalog.ErrInvalidValue, the class.
+func (e *SchemaError) Unwrap() error { return sourcecatalog.ErrInvalidValue }
+
 // CheckSchema verifies that every table and column the package needs exists
 // in the connection's current schema, and that no table has a column of an
 // earlier shape of the tables. It returns a *SchemaError naming everything
@@ -153,20 +159,20 @@ func CheckSchema(ctx context.Context, db *sql.DB) error {
 	rows, err := db.QueryContext(ctx,
 		`SELECT TABLE_NAME, COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME LIKE '%\_v2'`, schema)
 	if err != nil {
-		return fmt.Errorf("mysqlstore: check schema: %w", err)
+		return wrap("check schema", err)
 	}
 	defer rows.Close()
 	have := make(map[string]bool)
 	for rows.Next() {
 		var table, column string
 		if err := rows.Scan(&table, &column); err != nil {
-			return fmt.Errorf("mysqlstore: check schema: %w", err)
+			return wrap("check schema", err)
 		}
 		have[table] = true
 		have[table+"."+column] = true
 	}
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("mysqlstore: check schema: %w", err)
+		return wrap("check schema", err)
 	}
 	var missing, obsolete []string
 	for _, table := range slices.Sorted(maps.Keys(requiredColumns)) {

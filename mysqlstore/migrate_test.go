@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/yachtmemory/sourcecatalog"
 	"github.com/yachtmemory/sourcecatalog/internal/dbtest"
 	"github.com/yachtmemory/sourcecatalog/mysqlstore"
 )
@@ -65,7 +66,9 @@ func TestMigrateRefusesProductionSchema(t *testing.T) {
 	db, err := sql.Open("mysql", pc.FormatDSN())
 	require.NoError(t, err)
 	defer db.Close()
-	require.ErrorIs(t, mysqlstore.Migrate(ctx, db), mysqlstore.ErrProductionSchema)
+	err = mysqlstore.Migrate(ctx, db)
+	require.ErrorIs(t, err, mysqlstore.ErrProductionSchema)
+	requireClass(t, err, sourcecatalog.ErrInvalidValue, "a configuration to fix, not a retry")
 	var tables int
 	require.NoError(t, db.QueryRowContext(ctx,
 		`SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME LIKE '%\_v2'`).Scan(&tables))

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
+	"github.com/yachtmemory/sourcecatalog"
 	"github.com/yachtmemory/sourcecatalog/outbox"
 )
 
@@ -136,7 +137,7 @@ func (t *outboxTx) PutEntries(ctx context.Context, entries []outbox.Entry) error
 	t.check()
 	for _, e := range entries {
 		if e.VesselID != t.id {
-			return errors.New("mysqlstore: put outbox entries: an entry of another vessel than the transaction's")
+			return sourcecatalog.Errorf(sourcecatalog.ErrInvalidValue, "mysqlstore: put outbox entries: an entry of another vessel than the transaction's")
 		}
 	}
 	const row = `(?, ?, ?, ?, ?, ?, ?, ?, ?)`

@@ -21,6 +21,17 @@
 // callback, a bounded number of times; after that WithVessel returns an
 // error wrapping sourcecatalog.ErrStoreUnavailable.
 //
+// # Errors
+//
+// WithVessel returns its callback's error unchanged. Every other error of
+// the package wraps exactly one class of package sourcecatalog: a failed
+// statement or connection, a lost transaction, corrupt stored bytes or a
+// context done while retrying wrap ErrStoreUnavailable, with the driver's
+// error (such as *mysql.MySQLError) as the cause; a connection without a
+// schema, the production schema without the opt-in and tables of another
+// shape (ErrNoSchema, ErrProductionSchema, *SchemaError) wrap
+// ErrInvalidValue, since retrying cannot fix a configuration.
+//
 // # Galera
 //
 // On a MariaDB Galera cluster (detected from @@wsrep_on) every transaction
@@ -210,7 +221,7 @@ func (s *Store) retry(ctx context.Context, attempt func() error) error {
 		backoff := time.Duration(1+rand.IntN(1<<min(n, 9))) * time.Millisecond // up to 0.5 s
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return sourcecatalog.Wrap(sourcecatalog.ErrStoreUnavailable, ctx.Err())
 		case <-time.After(backoff):
 		}
 	}
@@ -229,8 +240,10 @@ type querier interface {
 // point ran outside it. A Galera node does this to a local transaction that
 // a replicated one aborts while the transaction's statement is finishing.
 // transact finds out, commits nothing of it, and the transaction is
-// retried like a deadlock (IsRetryable reports true).
-var ErrTransactionLost = errors.New("mysqlstore: the server ended the transaction before COMMIT")
+// retried like a deadlock (IsRetryable reports true). It wraps
+// sourcecatalog.ErrStoreUnavailable.
+var ErrTransactionLost error = sourcecatalog.Errorf(sourcecatalog.ErrStoreUnavailable,
+	"mysqlstore: the server ended the transaction before COMMIT")
 
 // transact runs body in one InnoDB transaction at READ COMMITTED that holds
 // the write lock on the vessel's row of table (creating the row when
@@ -272,7 +285,7 @@ func (s *Store) transact(ctx context.Context, table string, vessel []byte, body 
 	}
 	conn, err := s.db.Conn(ctx)
 	if err != nil {
-		return fmt.Errorf("mysqlstore: connect: %w", err)
+		return wrap("connect", err)
 	}
 	reusable := false
 	defer func() {
@@ -306,7 +319,7 @@ func (s *Store) transact(ctx context.Context, table string, vessel []byte, body 
 	for _, stmt := range []string{"SET SESSION autocommit = 0", "SET TRANSACTION ISOLATION LEVEL READ COMMITTED", begin} {
 		if _, err := conn.ExecContext(ctx, stmt); err != nil {
 			end("ROLLBACK")
-			return fmt.Errorf("mysqlstore: begin: %w", err)
+			return wrap("begin", err)
 		}
 	}
 	token := rand.Int64() | 1 // never the column's default, 0
@@ -330,7 +343,7 @@ func (s *Store) transact(ctx context.Context, table string, vessel []byte, body 
 		// An error read from a lost transaction's leftovers means nothing:
 		// report the loss, which is retried.
 		if !s.retryable(err) && errors.Is(held(), ErrTransactionLost) {
-			err = fmt.Errorf("%w (the callback then failed: %w)", ErrTransactionLost, err)
+			err = fmt.Errorf("%w (the callback then failed: %v)", ErrTransactionLost, err)
 		}
 		end("ROLLBACK")
 		return err
@@ -341,7 +354,7 @@ func (s *Store) transact(ctx context.Context, table string, vessel []byte, body 
 	}
 	s.runHook(ctx, hookChecked, conn)
 	if err := end("COMMIT"); err != nil {
-		return fmt.Errorf("mysqlstore: commit: %w", err)
+		return wrap("commit", err)
 	}
 	if galera {
 		var after string

@@ -11,8 +11,10 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/yachtmemory/sourcecatalog"
 	"github.com/yachtmemory/sourcecatalog/catalog"
 	"github.com/yachtmemory/sourcecatalog/finalize"
+	"github.com/yachtmemory/sourcecatalog/internal/indexblob"
 )
 
 // tx is the finalize.Tx of one InnoDB transaction holding the vessel lock.
@@ -30,11 +32,19 @@ func (t *tx) check() {
 	}
 }
 
+// wrap names the operation that failed with err and, unless err already
+// wraps a class, classes it as sourcecatalog.ErrStoreUnavailable: a
+// database that fails a statement cannot serve the request. The driver's
+// error stays the cause, for errors.As, ErrorNumber and IsRetryable.
 func wrap(op string, err error) error {
 	if err == nil {
 		return nil
 	}
-	return fmt.Errorf("mysqlstore: %s: %w", op, err)
+	err = fmt.Errorf("mysqlstore: %s: %w", op, err)
+	if sourcecatalog.Class(err) != nil {
+		return err
+	}
+	return sourcecatalog.Wrap(sourcecatalog.ErrStoreUnavailable, err)
 }
 
 // vesselsTable holds the vessels' rows that the receiver's transactions
@@ -236,13 +246,17 @@ func (t *tx) Index(ctx context.Context) ([]finalize.IndexEntry, error) {
 	if err != nil {
 		return nil, wrap("read index", err)
 	}
-	return decodeIndex(blob)
+	index, err := indexblob.Decode(blob)
+	if err != nil {
+		return nil, wrap("read index", err)
+	}
+	return index, nil
 }
 
 func (t *tx) SetIndex(ctx context.Context, index []finalize.IndexEntry) error {
 	t.check()
 	_, err := t.tx.ExecContext(ctx, `INSERT INTO signalk_catalog_index_v2 (vessel_id, entries) VALUES (?, ?)
-		ON DUPLICATE KEY UPDATE entries = VALUES(entries)`, t.vessel, encodeIndex(index))
+		ON DUPLICATE KEY UPDATE entries = VALUES(entries)`, t.vessel, indexblob.Encode(index))
 	return wrap("write index", err)
 }
 
@@ -289,7 +303,7 @@ func itemValues(it finalize.Item) ([]any, error) {
 		o, _ := r.AsObservation()
 		return []any{observationKey(it.Key.Path, it.Key.SourceRef), it.Key.Path, it.Key.SourceRef, o.ValueType.String()}, nil
 	}
-	return nil, fmt.Errorf("mysqlstore: item of kind %v", it.Key.Kind)
+	return nil, sourcecatalog.Errorf(sourcecatalog.ErrInvalidValue, fmt.Sprintf("mysqlstore: item of kind %v", it.Key.Kind))
 }
 
 func optional(s *string) any {

@@ -36,12 +36,17 @@ type Transport interface {
 }
 
 // ErrCapabilityOff is returned by Publish while the receiver's v2
-// capability is not declared; nothing was sent.
-var ErrCapabilityOff = errors.New("outbox: the receiver has not declared the v2 capability; v2 entities are not sent")
+// capability is not declared; nothing was sent. It wraps
+// sourcecatalog.ErrUnsupported.
+var ErrCapabilityOff error = sourcecatalog.Errorf(sourcecatalog.ErrUnsupported,
+	"the receiver has not declared the v2 capability; v2 entities are not sent")
 
-// ErrReceiptMismatch wraps a receipt that does not acknowledge the entry
-// that was sent; the entry stays pending.
-var ErrReceiptMismatch = errors.New("outbox: receipt does not match the entry")
+// ErrReceiptMismatch is wrapped by Publish's error for a receipt that does
+// not acknowledge the entry that was sent; the entry stays pending. It
+// wraps sourcecatalog.ErrIntegrity, not ErrConflict: the receiver refused
+// nothing, and the snapshot is not stopped.
+var ErrReceiptMismatch error = sourcecatalog.Errorf(sourcecatalog.ErrIntegrity,
+	"the receipt does not acknowledge the entry that was sent")
 
 // A Publisher publishes a vessel's pending entries. It keeps no state of
 // its own besides its configuration and is safe for concurrent use.
@@ -92,7 +97,9 @@ type Pass struct {
 // digest, ErrReceiptMismatch when a receipt acknowledges something else
 // (the entry stays pending), and sourcecatalog.ErrConflict when the
 // receiver answers a conflict: every entry of that snapshot is then
-// stopped and will not be sent again.
+// stopped and will not be sent again (should stopping fail, the error is
+// the store's, below). A failing store, or a context done before the pass
+// ends, is reported as sourcecatalog.ErrStoreUnavailable wrapping the cause.
 func (p *Publisher) Publish(ctx context.Context) (Pass, error) {
 	if !p.v2 {
 		return Pass{}, ErrCapabilityOff
@@ -104,7 +111,7 @@ func (p *Publisher) Publish(ctx context.Context) (Pass, error) {
 		return err
 	})
 	if err != nil {
-		return Pass{}, err
+		return Pass{}, classed(err)
 	}
 	var pass Pass
 	for i, e := range pending {
@@ -118,13 +125,14 @@ func (p *Publisher) Publish(ctx context.Context) (Pass, error) {
 		case errors.Is(err, sourcecatalog.ErrConflict):
 			pass.Remaining = pass.Failed + len(pending) - i
 			if serr := p.stop(ctx, e.SnapshotID); serr != nil {
-				return pass, errors.Join(err, serr)
+				// Not stopped: the next pass meets the conflict again.
+				return pass, classed(fmt.Errorf("outbox: %s: stopping snapshot %s after a conflict (%v): %w", e.EntityKey, e.SnapshotID, err, serr))
 			}
 			return pass, fmt.Errorf("outbox: %s: publishing of snapshot %s stopped: %w", e.EntityKey, e.SnapshotID, err)
 		case err != nil:
 			if ctx.Err() != nil {
 				pass.Remaining = pass.Failed + len(pending) - i
-				return pass, ctx.Err()
+				return pass, classed(ctx.Err())
 			}
 			pass.Failed++
 			continue
@@ -137,7 +145,7 @@ func (p *Publisher) Publish(ctx context.Context) (Pass, error) {
 		})
 		if err != nil {
 			pass.Remaining = pass.Failed + len(pending) - i
-			return pass, err
+			return pass, classed(err)
 		}
 		pass.Delivered++
 	}

@@ -64,7 +64,8 @@ type Commit struct {
 // ErrIncompleteScan for an incomplete scan, the envelope's classes for
 // records that do not build, ErrConflict when the snapshot id was committed
 // with another document, ErrHashMismatch when an entry's bytes do not match
-// its digest, or the Store's error.
+// its digest, or, for a failing Store or a done context,
+// sourcecatalog.ErrStoreUnavailable wrapping the cause.
 func (w *Writer) Commit(ctx context.Context, c Cycle) (Commit, error) {
 	if c.Truncated || c.PaginationUncertain {
 		return Commit{}, sourcecatalog.Errorf(sourcecatalog.ErrIncompleteScan, "the scan reported truncation or pagination uncertainty; nothing was written")
@@ -100,9 +101,18 @@ func (w *Writer) Commit(ctx context.Context, c Cycle) (Commit, error) {
 		return nil
 	})
 	if err != nil {
-		return Commit{}, err
+		return Commit{}, classed(err)
 	}
 	return out, nil
+}
+
+// classed returns err, or, when it wraps no class (a store's own failure, a
+// done context), sourcecatalog.ErrStoreUnavailable wrapping it.
+func classed(err error) error {
+	if err == nil || sourcecatalog.Class(err) != nil {
+		return err
+	}
+	return sourcecatalog.Wrap(sourcecatalog.ErrStoreUnavailable, err)
 }
 
 func (w *Writer) build(c Cycle, rev int64) (*envelope.Snapshot, error) {
