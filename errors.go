@@ -80,12 +80,40 @@ var (
 	ErrStoreUnavailable = errors.New("store unavailable")
 )
 
-// classes lists the classes in the order declared.
-var classes = []error{
-	ErrMalformedJSON, ErrUnknownField, ErrMissingField, ErrInvalidValue,
-	ErrLimitExceeded, ErrRecordTooLarge, ErrHashMismatch, ErrIntegrity,
-	ErrUnsupported, ErrIncompleteScan, ErrForeignVessel, ErrUnregisteredVessel,
-	ErrConflict, ErrRevisionConflict, ErrStagingExhausted, ErrStoreUnavailable,
+// classes lists the classes in the order declared, and wireNames their
+// names on the wire (SPEC.md §10.1), in the same order.
+var (
+	classes = []error{
+		ErrMalformedJSON, ErrUnknownField, ErrMissingField, ErrInvalidValue,
+		ErrLimitExceeded, ErrRecordTooLarge, ErrHashMismatch, ErrIntegrity,
+		ErrUnsupported, ErrIncompleteScan, ErrForeignVessel, ErrUnregisteredVessel,
+		ErrConflict, ErrRevisionConflict, ErrStagingExhausted, ErrStoreUnavailable,
+	}
+	wireNames = []string{
+		"malformed_json", "unknown_field", "missing_field", "invalid_value",
+		"limit_exceeded", "record_too_large", "hash_mismatch", "integrity",
+		"unsupported", "incomplete_scan", "foreign_vessel", "unregistered_vessel",
+		"conflict", "revision_conflict", "staging_exhausted", "store_unavailable",
+	}
+)
+
+// WireName returns the stable name of class on the wire (SPEC.md §10.1),
+// such as "malformed_json" for ErrMalformedJSON, or "" when class is not
+// one of [Classes].
+func WireName(class error) string {
+	if i := slices.Index(classes, class); i >= 0 {
+		return wireNames[i]
+	}
+	return ""
+}
+
+// ClassNamed returns the class whose wire name is name, or nil when no
+// class has that name.
+func ClassNamed(name string) error {
+	if i := slices.Index(wireNames, name); i >= 0 {
+		return classes[i]
+	}
+	return nil
 }
 
 // Classes returns the error classes in the order they are declared, in a new

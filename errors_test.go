@@ -45,3 +45,37 @@ func TestClasses(t *testing.T) {
 	classes[0] = nil
 	assert.Equal(t, sourcecatalog.ErrMalformedJSON, sourcecatalog.Classes()[0], "each call returns a new slice")
 }
+
+// TestWireNames pins the wire names of SPEC.md §10.1 and checks that
+// WireName and ClassNamed are inverse over every class.
+func TestWireNames(t *testing.T) {
+	want := map[error]string{
+		sourcecatalog.ErrMalformedJSON: "malformed_json", sourcecatalog.ErrUnknownField: "unknown_field",
+		sourcecatalog.ErrMissingField: "missing_field", sourcecatalog.ErrInvalidValue: "invalid_value",
+		sourcecatalog.ErrLimitExceeded: "limit_exceeded", sourcecatalog.ErrRecordTooLarge: "record_too_large",
+		sourcecatalog.ErrHashMismatch: "hash_mismatch", sourcecatalog.ErrIntegrity: "integrity",
+		sourcecatalog.ErrUnsupported: "unsupported", sourcecatalog.ErrIncompleteScan: "incomplete_scan",
+		sourcecatalog.ErrForeignVessel: "foreign_vessel", sourcecatalog.ErrUnregisteredVessel: "unregistered_vessel",
+		sourcecatalog.ErrConflict: "conflict", sourcecatalog.ErrRevisionConflict: "revision_conflict",
+		sourcecatalog.ErrStagingExhausted: "staging_exhausted", sourcecatalog.ErrStoreUnavailable: "store_unavailable",
+	}
+	classes := sourcecatalog.Classes()
+	if len(classes) != len(want) {
+		t.Fatalf("%d classes, want %d", len(classes), len(want))
+	}
+	for _, c := range classes {
+		name := sourcecatalog.WireName(c)
+		if name != want[c] {
+			t.Errorf("WireName(%v) = %q, want %q", c, name, want[c])
+		}
+		if got := sourcecatalog.ClassNamed(name); got != c {
+			t.Errorf("ClassNamed(%q) = %v, want %v", name, got, c)
+		}
+	}
+	if n := sourcecatalog.WireName(errors.New("other")); n != "" {
+		t.Errorf("WireName of a non-class = %q, want empty", n)
+	}
+	if c := sourcecatalog.ClassNamed("Conflict"); c != nil {
+		t.Errorf("ClassNamed is case-sensitive; got %v", c)
+	}
+}

@@ -1,0 +1,205 @@
+package envelope
+
+import (
+	"strconv"
+
+	"github.com/google/uuid"
+	"github.com/yachtmemory/sourcecatalog"
+	"github.com/yachtmemory/sourcecatalog/canonical"
+)
+
+// MaxAnswerSize bounds the text of a receipt or a refusal that
+// DecodeReceipt and DecodeRefusal accept (SPEC.md §9.2).
+const MaxAnswerSize = 4096
+
+// ReceiptStatus says what receiving a message did.
+type ReceiptStatus string
+
+// Receipt statuses (SPEC.md §9.1).
+const (
+	// Staged: the message is now durably staged.
+	Staged ReceiptStatus = "staged"
+	// AlreadyReceived: identical bytes were staged before; nothing changed.
+	AlreadyReceived ReceiptStatus = "already_received"
+)
+
+// A Receipt is the receiver's answer to a message it staged: it
+// acknowledges durable staging, never activation (SPEC.md §9.1). A retry
+// of identical bytes gets a receipt that Matches the first, with status
+// AlreadyReceived.
+type Receipt struct {
+	EntityType string // sourcecatalog.ManifestEntityType or ChunkEntityType
+	VesselID   uuid.UUID
+	SnapshotID uuid.UUID
+	Revision   int64
+	ChunkIndex int // sourcecatalog.NoIndex for a manifest
+	// Digest is the SHA-256 acknowledged, sha256 on the wire: a chunk's
+	// payload_sha256, or the SHA-256 of a manifest's canonical bytes.
+	Digest canonical.Digest
+	Status ReceiptStatus
+	// Complete reports that, after this message, the receiver holds the
+	// snapshot's manifest and every chunk: the server's cue to finalize.
+	Complete bool
+}
+
+// Matches reports whether r and o acknowledge the same message: they are
+// equal but for Status and Complete, which a retry's receipt may change
+// (SPEC.md §9.3).
+func (r Receipt) Matches(o Receipt) bool {
+	r.Status, o.Status = "", ""
+	r.Complete, o.Complete = false, false
+	return r == o
+}
+
+// Check reports the first member of r outside its domain, as DecodeReceipt
+// would: ErrUnsupported for another entity type, ErrInvalidValue otherwise.
+func (r Receipt) Check() error {
+	switch r.EntityType {
+	case sourcecatalog.ManifestEntityType:
+		if r.ChunkIndex != sourcecatalog.NoIndex {
+			return sourcecatalog.Errorf(sourcecatalog.ErrUnknownField, "a manifest's receipt has no chunk index").AtField("chunk_index")
+		}
+	case sourcecatalog.ChunkEntityType:
+		if r.ChunkIndex < 0 || r.ChunkIndex >= sourcecatalog.MaxChunks {
+			return invalid("chunk_index", "out of range")
+		}
+	default:
+		return sourcecatalog.Errorf(sourcecatalog.ErrUnsupported, "not a v2 entity type").AtField("entity_type")
+	}
+	if err := checkRevision(r.Revision); err != nil {
+		return err
+	}
+	if err := checkSnapshotID(r.SnapshotID); err != nil {
+		return err
+	}
+	if r.Status != Staged && r.Status != AlreadyReceived {
+		return invalid("status", "must be staged or already_received")
+	}
+	return checkVesselID(r.VesselID)
+}
+
+// Canonical returns the receipt's canonical bytes. r must pass Check.
+func (r Receipt) Canonical() []byte {
+	b := make([]byte, 0, 384)
+	b = append(b, '{')
+	if r.ChunkIndex != sourcecatalog.NoIndex {
+		b = append(b, `"chunk_index":`...)
+		b = strconv.AppendInt(b, int64(r.ChunkIndex), 10)
+		b = append(b, ',')
+	}
+	b = append(b, `"complete":`...)
+	b = strconv.AppendBool(b, r.Complete)
+	b = append(b, `,"entity_type":"`...)
+	b = append(b, r.EntityType...)
+	b = append(b, `","protocol":"`+sourcecatalog.Protocol+`","revision":`...)
+	b = strconv.AppendInt(b, r.Revision, 10)
+	b = append(b, `,"sha256":"`...)
+	b = r.Digest.AppendHex(b)
+	b = append(b, `","snapshot_id":"`...)
+	b = append(b, r.SnapshotID.String()...)
+	b = append(b, `","status":"`...)
+	b = append(b, r.Status...)
+	b = append(b, `","vessel_id":"`...)
+	b = append(b, r.VesselID.String()...)
+	return append(b, `"}`...)
+}
+
+var (
+	manifestReceiptFields = []string{"complete", "entity_type", "protocol", "revision", "sha256", "snapshot_id", "status", "vessel_id"}
+	chunkReceiptFields    = append([]string{"chunk_index"}, manifestReceiptFields...)
+)
+
+// DecodeReceipt strictly decodes a receipt from JSON text in any member
+// order and whitespace, reporting the first problem in the order of
+// SPEC.md §9.2: text over MaxAnswerSize bytes (ErrLimitExceeded),
+// malformed JSON, a value other than an object (ErrInvalidValue), the
+// entity type (missing, not a string, or not a v2 type: ErrUnsupported),
+// unknown and missing members, then each value in canonical name order.
+func DecodeReceipt(raw []byte) (Receipt, error) {
+	v, err := parseAnswer(raw)
+	if err != nil {
+		return Receipt{}, err
+	}
+	r := Receipt{ChunkIndex: sourcecatalog.NoIndex}
+	et := memberOf(&v, "entity_type")
+	if et == nil {
+		return Receipt{}, sourcecatalog.Errorf(sourcecatalog.ErrMissingField, "required").AtField("entity_type")
+	}
+	if r.EntityType, err = str(et, "entity_type"); err != nil {
+		return Receipt{}, err
+	}
+	fields := chunkReceiptFields
+	switch r.EntityType {
+	case sourcecatalog.ChunkEntityType:
+	case sourcecatalog.ManifestEntityType:
+		fields = manifestReceiptFields
+	default:
+		return Receipt{}, sourcecatalog.Errorf(sourcecatalog.ErrUnsupported, "not a v2 entity type").AtField("entity_type")
+	}
+	mems, err := object(&v, fields)
+	if err != nil {
+		return Receipt{}, err
+	}
+	for i := range mems {
+		if err := r.decodeField(mems[i].Name, &mems[i].Value); err != nil {
+			return Receipt{}, err
+		}
+	}
+	return r, nil
+}
+
+func (r *Receipt) decodeField(name string, v *canonical.Value) error {
+	var err error
+	switch name {
+	case "chunk_index":
+		var n int64
+		n, err = integer(v, name, 0, sourcecatalog.MaxChunks-1)
+		r.ChunkIndex = int(n)
+	case "complete":
+		if v.Kind() != canonical.Bool {
+			return invalid(name, "must be true or false")
+		}
+		r.Complete = v.Bool()
+	case "protocol":
+		err = constant(v, name, sourcecatalog.Protocol)
+	case "revision":
+		r.Revision, err = integer(v, name, 1, sourcecatalog.MaxRevision)
+	case "sha256":
+		err = digestField(v, name, &r.Digest)
+	case "snapshot_id":
+		if r.SnapshotID, err = uuidField(v, name); err == nil {
+			err = checkSnapshotID(r.SnapshotID)
+		}
+	case "status":
+		var s string
+		if s, err = str(v, name); err == nil {
+			r.Status = ReceiptStatus(s)
+			if r.Status != Staged && r.Status != AlreadyReceived {
+				err = invalid(name, "must be staged or already_received")
+			}
+		}
+	case "vessel_id":
+		r.VesselID, err = uuidField(v, name)
+	}
+	return err
+}
+
+// parseAnswer parses a receipt or a refusal: text over MaxAnswerSize bytes
+// is refused before parsing.
+func parseAnswer(raw []byte) (canonical.Value, error) {
+	if len(raw) > MaxAnswerSize {
+		return canonical.Value{}, sourcecatalog.Errorf(sourcecatalog.ErrLimitExceeded, "answer larger than "+strconv.Itoa(MaxAnswerSize)+" bytes")
+	}
+	return parseMessage(raw)
+}
+
+// memberOf returns the value of the member name of object v, or nil.
+func memberOf(v *canonical.Value, name string) *canonical.Value {
+	mems := v.Members()
+	for i := range mems {
+		if mems[i].Name == name {
+			return &mems[i].Value
+		}
+	}
+	return nil
+}

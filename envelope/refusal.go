@@ -1,0 +1,223 @@
+package envelope
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/yachtmemory/sourcecatalog"
+	"github.com/yachtmemory/sourcecatalog/canonical"
+)
+
+// maxRefusalMessage bounds a refusal's message (SPEC.md §9.4).
+const maxRefusalMessage = 256
+
+// A Refusal is the receiver's answer to a message it did not stage: the
+// class and location of the first problem, never a receipt (SPEC.md
+// §9.4).
+type Refusal struct {
+	Class  error // one of sourcecatalog.Classes()
+	Chunk  int   // sourcecatalog.NoIndex when absent
+	Record int   // within Chunk; sourcecatalog.NoIndex when absent
+	Field  string
+	// Message describes the problem for people; a sender must not
+	// interpret it.
+	Message string
+}
+
+// RefusalOf returns the refusal answering err: the class and location of
+// its first problem. An error of no class is refused as
+// ErrStoreUnavailable. The message is the class and the problem's bounded
+// detail, never the cause's text, which may describe the receiver's
+// internals.
+func RefusalOf(err error) Refusal {
+	p := sourcecatalog.Problems(err)[0]
+	f := Refusal{Class: sourcecatalog.Class(p), Chunk: p.Chunk, Record: p.Record, Field: p.Field}
+	if f.Class == nil {
+		f.Class = sourcecatalog.ErrStoreUnavailable
+	}
+	if f.Chunk == sourcecatalog.NoIndex || f.Chunk >= sourcecatalog.MaxChunks {
+		f.Chunk, f.Record = sourcecatalog.NoIndex, sourcecatalog.NoIndex // a record counted in a list, not in a chunk
+	}
+	if f.Record >= sourcecatalog.MaxRecordsPerChunk {
+		f.Record = sourcecatalog.NoIndex
+	}
+	f.Message = f.Class.Error()
+	if p.Class == f.Class && p.Detail != "" {
+		f.Message += ": " + p.Detail
+	}
+	f.Field = strings.ToValidUTF8(f.Field, "\uFFFD")
+	f.Message = cutString(strings.ToValidUTF8(f.Message, "\uFFFD"), maxRefusalMessage)
+	return f
+}
+
+// cutString returns s cut to at most n bytes at a character boundary.
+func cutString(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// Err returns the refusal as an error of its class, located as it says.
+func (f Refusal) Err() error {
+	e := sourcecatalog.Errorf(f.Class, "refused by the receiver: "+f.Message)
+	e.Chunk, e.Record, e.Field = f.Chunk, f.Record, f.Field
+	return e
+}
+
+// Check reports the first member of f outside its domain, as DecodeRefusal
+// would (ErrInvalidValue or ErrLimitExceeded).
+func (f Refusal) Check() error {
+	switch {
+	case sourcecatalog.WireName(f.Class) == "":
+		return invalid("error", "not an error class")
+	case !utf8.ValidString(f.Field):
+		return invalid("field", "not valid UTF-8")
+	case !utf8.ValidString(f.Message):
+		return invalid("message", "not valid UTF-8")
+	case len(f.Field) > maxFieldBytes:
+		return sourcecatalog.Errorf(sourcecatalog.ErrLimitExceeded, "longer than "+strconv.Itoa(maxFieldBytes)+" bytes").AtField("field")
+	case len(f.Message) > maxRefusalMessage:
+		return sourcecatalog.Errorf(sourcecatalog.ErrLimitExceeded, "longer than "+strconv.Itoa(maxRefusalMessage)+" bytes").AtField("message")
+	case f.Chunk != sourcecatalog.NoIndex && (f.Chunk < 0 || f.Chunk >= sourcecatalog.MaxChunks):
+		return invalid("chunk_index", "out of range")
+	case f.Record != sourcecatalog.NoIndex && (f.Record < 0 || f.Record >= sourcecatalog.MaxRecordsPerChunk):
+		return invalid("record_index", "out of range")
+	case f.Record != sourcecatalog.NoIndex && f.Chunk == sourcecatalog.NoIndex:
+		return invalid("record_index", "only with chunk_index")
+	}
+	return nil
+}
+
+// maxFieldBytes bounds a refusal's field: a 64-byte name cut at a
+// character boundary and marked with "…" (SPEC.md §10.2).
+const maxFieldBytes = 64 + len("…")
+
+// Canonical returns the refusal's canonical bytes. f must pass Check.
+func (f Refusal) Canonical() []byte {
+	b := make([]byte, 0, 160+len(f.Message)+len(f.Field))
+	b = append(b, '{')
+	if f.Chunk != sourcecatalog.NoIndex {
+		b = append(b, `"chunk_index":`...)
+		b = strconv.AppendInt(b, int64(f.Chunk), 10)
+		b = append(b, ',')
+	}
+	b = append(b, `"error":"`...)
+	b = append(b, sourcecatalog.WireName(f.Class)...)
+	b = append(b, '"')
+	if f.Field != "" {
+		b = append(b, `,"field":`...)
+		b, _ = canonical.AppendString(b, f.Field) // valid UTF-8: Check
+	}
+	b = append(b, `,"message":`...)
+	b, _ = canonical.AppendString(b, f.Message)
+	b = append(b, `,"protocol":"`+sourcecatalog.Protocol+`"`...)
+	if f.Record != sourcecatalog.NoIndex {
+		b = append(b, `,"record_index":`...)
+		b = strconv.AppendInt(b, int64(f.Record), 10)
+	}
+	return append(b, '}')
+}
+
+// DecodeRefusal strictly decodes a refusal from JSON text in any member
+// order and whitespace, reporting the first problem in the order of
+// SPEC.md §9.4: text over MaxAnswerSize bytes (ErrLimitExceeded), malformed
+// JSON, a value other than an object, a missing error member, unknown and
+// missing members, then each value in canonical name order; an unknown
+// class name is ErrInvalidValue at error.
+func DecodeRefusal(raw []byte) (Refusal, error) {
+	v, err := parseAnswer(raw)
+	if err != nil {
+		return Refusal{}, err
+	}
+	if memberOf(&v, "error") == nil {
+		return Refusal{}, sourcecatalog.Errorf(sourcecatalog.ErrMissingField, "required").AtField("error")
+	}
+	mems, err := someOf(&v, refusalFields, "chunk_index", "field", "record_index")
+	if err != nil {
+		return Refusal{}, err
+	}
+	f := Refusal{Chunk: sourcecatalog.NoIndex, Record: sourcecatalog.NoIndex}
+	for i := range mems {
+		if err := f.decodeField(mems[i].Name, &mems[i].Value); err != nil {
+			return Refusal{}, err
+		}
+	}
+	if err := f.Check(); err != nil {
+		return Refusal{}, err
+	}
+	return f, nil
+}
+
+func (f *Refusal) decodeField(name string, v *canonical.Value) error {
+	var err error
+	var n int64
+	switch name {
+	case "chunk_index":
+		n, err = integer(v, name, 0, sourcecatalog.MaxChunks-1)
+		f.Chunk = int(n)
+	case "error":
+		var s string
+		if s, err = str(v, name); err == nil {
+			if f.Class = sourcecatalog.ClassNamed(s); f.Class == nil {
+				err = invalid(name, "not an error class")
+			}
+		}
+	case "field":
+		f.Field, err = boundedStr(v, name, 1, maxFieldBytes)
+	case "message":
+		f.Message, err = boundedStr(v, name, 0, maxRefusalMessage)
+	case "protocol":
+		err = constant(v, name, sourcecatalog.Protocol)
+	case "record_index":
+		n, err = integer(v, name, 0, sourcecatalog.MaxRecordsPerChunk-1)
+		f.Record = int(n)
+	}
+	return err
+}
+
+var refusalFields = []string{"chunk_index", "error", "field", "message", "protocol", "record_index"}
+
+// someOf checks that v is an object whose member names are among names
+// (sorted canonically) and include every name not listed as optional, and
+// returns its members. The first problem in canonical name order is
+// reported: an unknown member (ErrUnknownField) or a missing one
+// (ErrMissingField).
+func someOf(v *canonical.Value, names []string, optional ...string) ([]canonical.Member, error) {
+	mems := v.Members()
+	i := 0
+	for _, name := range names {
+		for i < len(mems) && mems[i].Name < name {
+			return nil, unknownField(mems[i].Name)
+		}
+		switch {
+		case i < len(mems) && mems[i].Name == name:
+			i++
+		case !slices.Contains(optional, name):
+			return nil, sourcecatalog.Errorf(sourcecatalog.ErrMissingField, "required").AtField(name)
+		}
+	}
+	if i < len(mems) {
+		return nil, unknownField(mems[i].Name)
+	}
+	return mems, nil
+}
+
+// boundedStr reads a string of min to max bytes.
+func boundedStr(v *canonical.Value, field string, min, max int) (string, error) {
+	s, err := str(v, field)
+	switch {
+	case err != nil:
+		return "", err
+	case len(s) > max:
+		return "", sourcecatalog.Errorf(sourcecatalog.ErrLimitExceeded, "longer than "+strconv.Itoa(max)+" bytes").AtField(field)
+	case len(s) < min:
+		return "", invalid(field, "must not be empty")
+	}
+	return s, nil
+}
