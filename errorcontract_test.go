@@ -439,13 +439,13 @@ func activated(t *testing.T) (*finalize.Receiver, uuid.UUID) {
 // wrongReceipts acknowledges something other than what was sent.
 type wrongReceipts struct{}
 
-func (wrongReceipts) Send(context.Context, outbox.Entry) (outbox.Receipt, error) {
-	return outbox.Receipt{}, nil
+func (wrongReceipts) Send(context.Context, outbox.Entry) (envelope.Receipt, error) {
+	return envelope.Receipt{}, nil
 }
 
 // rightReceipts acknowledges what was sent.
 type rightReceipts struct{}
 
-func (rightReceipts) Send(_ context.Context, e outbox.Entry) (outbox.Receipt, error) {
-	return outbox.Receipt{EntityType: e.EntityType, SnapshotID: e.SnapshotID, ChunkIndex: e.ChunkIndex, Digest: e.Digest}, nil
+func (rightReceipts) Send(_ context.Context, e outbox.Entry) (envelope.Receipt, error) {
+	return e.Receipt(), nil
 }

@@ -14,9 +14,11 @@
 // [Receiver.ReceiveManifest] and [Receiver.ReceiveChunk] decode a message
 // strictly, bind it to the vessel the integrator authenticated ([Origin])
 // and, optionally, to a registered vessel ([WithRegistry]), and stage it.
-// A receipt acknowledges durable staging, never activation. An identical
-// retry is answered [AlreadyReceived] with an equal receipt; other bytes at
-// the same snapshot and chunk index, or another manifest for the snapshot,
+// The answer is an [envelope.Receipt], which acknowledges durable staging,
+// never activation, and reports when the snapshot's set is complete: the
+// server's cue to call Finalize. An identical retry is answered
+// envelope.AlreadyReceived with a matching receipt; other bytes at the
+// same snapshot and chunk index, or another manifest for the snapshot,
 // are refused with ErrConflict and no receipt. Chunks may arrive before
 // their manifest, and a refusal does not depend on the order: of two
 // messages that contradict each other (another revision, a chunk index at

@@ -50,7 +50,7 @@ func Example() {
 	r := finalize.NewReceiver(memstore.New())
 	origin := finalize.Origin{VesselID: vessel}
 	for _, msg := range messages {
-		var rc finalize.Receipt
+		var rc envelope.Receipt
 		if _, err := envelope.DecodeManifest(msg); err == nil {
 			rc, err = r.ReceiveManifest(ctx, origin, msg)
 		} else {
@@ -59,7 +59,7 @@ func Example() {
 		if err != nil {
 			panic(err)
 		}
-		fmt.Println(rc.Status, rc.ChunkIndex)
+		fmt.Println(rc.Status, rc.ChunkIndex, "complete:", rc.Complete)
 	}
 	out, err := r.Finalize(ctx, vessel, snap.Manifest.SnapshotID)
 	if err != nil {
@@ -67,11 +67,11 @@ func Example() {
 	}
 	fmt.Println(out.Status, "revision", out.ActiveRevision)
 	// Output:
-	// staged 0
-	// already_received 0
-	// staged 1
-	// staged -1
-	// staged 2
-	// staged 3
+	// staged 0 complete: false
+	// already_received 0 complete: false
+	// staged 1 complete: false
+	// staged -1 complete: false
+	// staged 2 complete: false
+	// staged 3 complete: true
 	// activated revision 1
 }

@@ -12,8 +12,10 @@ import (
 
 // ReceiveManifest strictly decodes a manifest and stages it durably.
 //
-// It returns a Staged receipt, or AlreadyReceived with an equal receipt when
-// identical bytes were staged before. It stages nothing and returns an
+// It returns an envelope.Staged receipt, or envelope.AlreadyReceived with
+// a matching receipt when identical bytes were staged before; the
+// receipt's Complete reports that the snapshot's set is now complete, the
+// cue to call Finalize (SPEC.md §8.6). It stages nothing and returns an
 // error wrapping: the decoder's classes for a malformed manifest;
 // ErrForeignVessel when the manifest names another vessel than origin;
 // ErrUnregisteredVessel for a vessel the registry refuses; ErrConflict when
@@ -27,22 +29,22 @@ import (
 // contradict each other, whichever arrives first is staged and the other
 // is refused with ErrConflict. Only what needs the complete set, such as
 // the document hash and the record count, waits for Finalize.
-func (r *Receiver) ReceiveManifest(ctx context.Context, origin Origin, raw []byte) (Receipt, error) {
+func (r *Receiver) ReceiveManifest(ctx context.Context, origin Origin, raw []byte) (envelope.Receipt, error) {
 	m, err := envelope.DecodeManifest(raw)
 	if err != nil {
-		return Receipt{}, err
+		return envelope.Receipt{}, err
 	}
 	if err := r.admit(ctx, origin, m.VesselID); err != nil {
-		return Receipt{}, err
+		return envelope.Receipt{}, err
 	}
 	canon := m.Canonical()
-	rc := Receipt{
-		Status: Staged, EntityType: sourcecatalog.ManifestEntityType,
+	rc := envelope.Receipt{
+		Status: envelope.Staged, EntityType: sourcecatalog.ManifestEntityType,
 		VesselID: m.VesselID, SnapshotID: m.SnapshotID, Revision: m.Revision,
 		ChunkIndex: sourcecatalog.NoIndex, Digest: canonical.Sum(canon),
 	}
 	err = r.withVessel(ctx, m.VesselID, func(tx Tx) error {
-		rc.Status = Staged
+		rc.Status, rc.Complete = envelope.Staged, false
 		s, err := tx.Snapshot(ctx, m.SnapshotID)
 		switch {
 		case errors.Is(err, ErrNotFound):
@@ -56,7 +58,7 @@ func (r *Receiver) ReceiveManifest(ctx context.Context, origin Origin, raw []byt
 			if s.ManifestDigest != rc.Digest {
 				return conflict("another manifest was staged for this snapshot")
 			}
-			rc.Status = AlreadyReceived
+			rc.Status, rc.Complete = envelope.AlreadyReceived, complete(s)
 			return nil
 		case s.Revision != m.Revision:
 			return conflict("chunks of another revision were staged for this snapshot")
@@ -73,10 +75,11 @@ func (r *Receiver) ReceiveManifest(ctx context.Context, origin Origin, raw []byt
 		s.Manifest, s.ManifestDigest = canon, rc.Digest
 		s.ChunkCount, s.RecordCount = m.ChunkCount, m.RecordCount
 		s.StagedBytes += int64(len(canon))
+		rc.Complete = complete(s)
 		return tx.PutSnapshot(ctx, s)
 	})
 	if err != nil {
-		return Receipt{}, err
+		return envelope.Receipt{}, err
 	}
 	return rc, nil
 }
@@ -88,22 +91,22 @@ func (r *Receiver) ReceiveManifest(ctx context.Context, origin Origin, raw []byt
 // other bytes were staged at the same snapshot and chunk index, the
 // snapshot's messages disagree on the revision, or the chunk index is at
 // or beyond the staged manifest's chunk_count.
-func (r *Receiver) ReceiveChunk(ctx context.Context, origin Origin, raw []byte) (Receipt, error) {
+func (r *Receiver) ReceiveChunk(ctx context.Context, origin Origin, raw []byte) (envelope.Receipt, error) {
 	c, err := envelope.DecodeChunk(raw)
 	if err != nil {
-		return Receipt{}, err
+		return envelope.Receipt{}, err
 	}
 	if err := r.admit(ctx, origin, c.VesselID()); err != nil {
-		return Receipt{}, err
+		return envelope.Receipt{}, err
 	}
-	rc := Receipt{
-		Status: Staged, EntityType: sourcecatalog.ChunkEntityType,
+	rc := envelope.Receipt{
+		Status: envelope.Staged, EntityType: sourcecatalog.ChunkEntityType,
 		VesselID: c.VesselID(), SnapshotID: c.SnapshotID(), Revision: c.Revision(),
 		ChunkIndex: c.Index(), Digest: c.PayloadSHA256(),
 	}
 	size := int64(len(c.Canonical()))
 	err = r.withVessel(ctx, c.VesselID(), func(tx Tx) error {
-		rc.Status = Staged
+		rc.Status, rc.Complete = envelope.Staged, false
 		s, err := tx.Snapshot(ctx, c.SnapshotID())
 		switch {
 		case errors.Is(err, ErrNotFound):
@@ -120,7 +123,7 @@ func (r *Receiver) ReceiveChunk(ctx context.Context, origin Origin, raw []byte) 
 				if old.Payload != c.PayloadSHA256() || s.Revision != c.Revision() {
 					return conflict("other bytes were staged at this chunk index")
 				}
-				rc.Status = AlreadyReceived
+				rc.Status, rc.Complete = envelope.AlreadyReceived, complete(s)
 				return nil
 			case !errors.Is(err, ErrNotFound):
 				return err
@@ -137,13 +140,14 @@ func (r *Receiver) ReceiveChunk(ctx context.Context, origin Origin, raw []byte) 
 		}
 		s.ChunksStaged++
 		s.StagedBytes += size
+		rc.Complete = complete(s)
 		if err := tx.PutChunk(ctx, StagedChunk{Snapshot: s.ID, Index: c.Index(), Canonical: c.Canonical(), Payload: c.PayloadSHA256()}); err != nil {
 			return err
 		}
 		return tx.PutSnapshot(ctx, s)
 	})
 	if err != nil {
-		return Receipt{}, err
+		return envelope.Receipt{}, err
 	}
 	return rc, nil
 }
@@ -164,4 +168,11 @@ func chunksWithin(ctx context.Context, tx Tx, snapshot uuid.UUID, count int) err
 
 func conflict(detail string) *sourcecatalog.Error {
 	return sourcecatalog.Errorf(ErrConflict, detail)
+}
+
+// complete reports whether the receiver holds every message of s: its
+// manifest and a chunk at every index. A chunk beyond the manifest's
+// chunk_count is never staged, so counting them is enough.
+func complete(s Snapshot) bool {
+	return s.Manifest != nil && s.ChunksStaged == s.ChunkCount
 }

@@ -5,7 +5,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/yachtmemory/sourcecatalog"
-	"github.com/yachtmemory/sourcecatalog/canonical"
 )
 
 // Errors of the receiver, aliases of the module's classes so that either
@@ -127,37 +126,6 @@ func NewReceiver(store Store, opts ...Option) *Receiver {
 		o(r)
 	}
 	return r
-}
-
-// ReceiptStatus says what receiving a message did.
-type ReceiptStatus string
-
-// Receipt statuses.
-const (
-	// Staged: the message is now durably staged.
-	Staged ReceiptStatus = "staged"
-	// AlreadyReceived: identical bytes were staged before; nothing changed.
-	AlreadyReceived ReceiptStatus = "already_received"
-)
-
-// A Receipt acknowledges durable staging of one message — never
-// activation. A retry of identical bytes gets an equal Receipt with status
-// AlreadyReceived.
-type Receipt struct {
-	Status     ReceiptStatus
-	EntityType string // sourcecatalog.ManifestEntityType or ChunkEntityType
-	VesselID   uuid.UUID
-	SnapshotID uuid.UUID
-	Revision   int64
-	ChunkIndex int              // sourcecatalog.NoIndex for a manifest
-	Digest     canonical.Digest // a chunk's payload_sha256; the SHA-256 of a manifest's canonical bytes
-}
-
-// Matches reports whether r and o acknowledge the same message, whatever
-// their status.
-func (r Receipt) Matches(o Receipt) bool {
-	r.Status, o.Status = "", ""
-	return r == o
 }
 
 func (r *Receiver) admit(ctx context.Context, origin Origin, vessel uuid.UUID) error {

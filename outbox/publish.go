@@ -7,32 +7,29 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/yachtmemory/sourcecatalog"
-	"github.com/yachtmemory/sourcecatalog/canonical"
+	"github.com/yachtmemory/sourcecatalog/envelope"
 )
 
-// A Receipt is the receiver's acknowledgement of one entity, as the
-// transport decoded it from the receiver's answer.
-type Receipt struct {
-	EntityType string
-	SnapshotID uuid.UUID
-	ChunkIndex int // sourcecatalog.NoIndex for a manifest
-	Digest     canonical.Digest
+// Receipt returns the receipt that acknowledges e: its status is
+// envelope.Staged and Complete false; a receiver's receipt acknowledges e
+// when it Matches this one (SPEC.md §9.3).
+func (e Entry) Receipt() envelope.Receipt {
+	return envelope.Receipt{
+		EntityType: e.EntityType, VesselID: e.VesselID, SnapshotID: e.SnapshotID,
+		Revision: e.Revision, ChunkIndex: e.ChunkIndex, Digest: e.Digest, Status: envelope.Staged,
+	}
 }
 
-// Matches reports whether the receipt acknowledges entry e.
-func (r Receipt) Matches(e Entry) bool {
-	return r.EntityType == e.EntityType && r.SnapshotID == e.SnapshotID &&
-		r.ChunkIndex == e.ChunkIndex && r.Digest == e.Digest
-}
-
-// A Transport sends one entry to the receiver and returns its receipt. It
-// belongs to the integrator, who owns the request format and the link.
-// Send may be called again for an entry it already delivered (at least
-// once). A receiver's conflict answer must come back as an error wrapping
-// sourcecatalog.ErrConflict; any other error is taken as a failed attempt
-// to be retried later.
+// A Transport sends one entry to the receiver and returns its receipt,
+// decoded from the receiver's answer (envelope.DecodeReceipt). It belongs
+// to the integrator, who owns the request format and the link. Send may be
+// called again for an entry it already delivered (at least once). A
+// receiver's refusal must come back as an error of its class
+// (envelope.Refusal.Err): a conflict, wrapping sourcecatalog.ErrConflict,
+// stops the snapshot; any other error is taken as a failed attempt to be
+// retried later.
 type Transport interface {
-	Send(ctx context.Context, e Entry) (Receipt, error)
+	Send(ctx context.Context, e Entry) (envelope.Receipt, error)
 }
 
 // ErrCapabilityOff is returned by Publish while the receiver's v2
@@ -136,7 +133,7 @@ func (p *Publisher) Publish(ctx context.Context) (Pass, error) {
 			}
 			pass.Failed++
 			continue
-		case !rc.Matches(e):
+		case !rc.Matches(e.Receipt()):
 			pass.Remaining = pass.Failed + len(pending) - i
 			return pass, fmt.Errorf("%w: sent %s, receipt for %s/%d", ErrReceiptMismatch, e.EntityKey, rc.SnapshotID, rc.ChunkIndex)
 		}

@@ -42,16 +42,16 @@ var crashOptions = []finalize.Option{finalize.WithRetention(1)}
 // run plays the scenario until the first error, as a process that dies
 // there would. It returns the receipts issued, by message, and which step
 // failed (len(msgs) for Finalize) with its error.
-func (sc crashScenario) run(e *env) (receipts []*finalize.Receipt, failed int, err error) {
+func (sc crashScenario) run(e *env) (receipts []*envelope.Receipt, failed int, err error) {
 	e.t.Helper()
-	receipts = make([]*finalize.Receipt, len(sc.msgs))
+	receipts = make([]*envelope.Receipt, len(sc.msgs))
 	for i, m := range sc.msgs {
 		rc, err := e.send(m)
 		if err != nil {
 			require.Zero(e.t, rc, "no receipt with an error")
 			return receipts, i, err
 		}
-		require.Equal(e.t, m.receipt(finalize.Staged), rc)
+		requireReceipt(e.t, m, envelope.Staged, rc)
 		receipts[i] = &rc
 	}
 	out, err := e.r.Finalize(e.ctx, e.vessel, idOf(sc.b))
@@ -119,16 +119,16 @@ func testCrashEveryPoint(t *testing.T, newStore NewStore) {
 				// Restart: a fresh receiver on the same store.
 				re := e.over(finalize.NewReceiver(e.store, crashOptions...))
 				for i, m := range sc.msgs {
-					status := finalize.Staged // rolled back, or never sent
+					status := envelope.Staged // rolled back, or never sent
 					switch {
 					case receipts[i] != nil:
-						status = finalize.AlreadyReceived // a receipt is durable
+						status = envelope.AlreadyReceived // a receipt is durable
 					case fault.kind == LoseAck && i == failed:
-						status = finalize.AlreadyReceived // committed, acknowledgement lost
+						status = envelope.AlreadyReceived // committed, acknowledgement lost
 					}
 					rc, err := re.send(m)
 					require.NoError(t, err, "re-deliver %s", m.name)
-					require.Equal(t, m.receipt(status), rc, "re-deliver %s (receipt issued: %v)", m.name, receipts[i] != nil)
+					requireReceipt(t, m, status, rc, "re-deliver %s (receipt issued: %v)", m.name, receipts[i] != nil)
 				}
 				outs := re.reconcile()
 				if bActive {
@@ -156,14 +156,14 @@ func testRerunCallbacks(t *testing.T, newStore NewStore) {
 	b := e.build(3, changedInventory(t).withSensors("sensor", 150, "m"))
 	msgs := messagesOf(t, b)
 	for _, m := range msgs[:4] {
-		e.deliver(m, finalize.Staged)
-		e.deliver(m, finalize.AlreadyReceived)
+		e.deliver(m, envelope.Staged)
+		e.deliver(m, envelope.AlreadyReceived)
 	}
 	e.requireMissing(idOf(b), 3)
 	e.requireMissing(idOf(b), 3)
 	low := e.build(2, baseInventory().withSensors("probe", 20, "m"))
-	e.deliverAll(messagesOf(t, low), finalize.Staged)
-	e.deliver(msgs[4], finalize.Staged)
+	e.deliverAll(messagesOf(t, low), envelope.Staged)
+	e.deliver(msgs[4], envelope.Staged)
 	require.Equal(t, []finalize.Outcome{
 		e.outcome(finalize.Activated, b, b),
 		e.outcome(finalize.Superseded, low, b),
@@ -171,7 +171,7 @@ func testRerunCallbacks(t *testing.T, newStore NewStore) {
 	require.Equal(t, e.outcome(finalize.AlreadyActive, b, b), e.finalize(idOf(b)))
 
 	conflict := e.build(3, baseInventory())
-	e.deliverAll(messagesOf(t, conflict), finalize.Staged)
+	e.deliverAll(messagesOf(t, conflict), envelope.Staged)
 	out, err := e.r.Finalize(e.ctx, e.vessel, idOf(conflict))
 	require.ErrorIs(t, err, finalize.ErrRevisionConflict)
 	require.Equal(t, finalize.Rejected, out.Status)

@@ -62,7 +62,7 @@ func testNothingActive(t *testing.T, newStore NewStore) {
 
 	// Staged but not finalized: still nothing active.
 	s := e.build(4, baseInventory())
-	e.deliverAll(messagesOf(t, s), finalize.Staged)
+	e.deliverAll(messagesOf(t, s), envelope.Staged)
 	require.Equal(t, expect(e.vessel), e.active())
 	require.Equal(t, e.outcome(finalize.Activated, s, s), e.finalize(idOf(s)))
 	e.requireActive(s)
@@ -79,7 +79,7 @@ func testMissingChunk(t *testing.T, newStore NewStore) {
 	e.activate(a)
 	s := e.build(2, changedInventory(t).withSensors("sensor", 150, "m"))
 	msgs := messagesOf(t, s)
-	e.deliverAll(slices.Delete(slices.Clone(msgs), 3, 4), finalize.Staged) // chunk 2 missing
+	e.deliverAll(slices.Delete(slices.Clone(msgs), 3, 4), envelope.Staged) // chunk 2 missing
 
 	want := e.outcome(finalize.StatusStaging, s, a)
 	want.MissingChunks = []int{2}
@@ -91,7 +91,7 @@ func testMissingChunk(t *testing.T, newStore NewStore) {
 	require.Equal(t, want, e.finalize(idOf(s)))
 	e.requireActive(a)
 
-	e.deliver(msgs[3], finalize.Staged)
+	e.deliver(msgs[3], envelope.Staged)
 	require.Equal(t, e.outcome(finalize.Activated, s, s), e.finalize(idOf(s)), "resumed")
 	e.requireActive(a, s)
 	for range 2 {
@@ -106,7 +106,7 @@ func testMissingManifest(t *testing.T, newStore NewStore) {
 	e.activate(a)
 	s := e.build(2, changedInventory(t).withSensors("sensor", 150, "m"))
 	msgs := messagesOf(t, s)
-	e.deliverAll(msgs[1:], finalize.Staged)
+	e.deliverAll(msgs[1:], envelope.Staged)
 
 	want := e.outcome(finalize.StatusStaging, s, a)
 	want.MissingManifest = true
@@ -115,7 +115,7 @@ func testMissingManifest(t *testing.T, newStore NewStore) {
 	require.Empty(t, e.reconcile())
 	e.requireActive(a)
 
-	e.deliver(msgs[0], finalize.Staged)
+	e.deliver(msgs[0], envelope.Staged)
 	require.Equal(t, e.outcome(finalize.Activated, s, s), e.finalize(idOf(s)))
 	require.Equal(t, e.outcome(finalize.AlreadyActive, s, s), e.finalize(idOf(s)))
 	e.requireActive(a, s)
@@ -132,7 +132,7 @@ func testChunkCountBeyondSet(t *testing.T, newStore NewStore) {
 	m.ChunkCount++
 	msgs := messagesOf(t, s)
 	msgs[0] = manifestMessage(t, m.Canonical())
-	e.deliverAll(msgs, finalize.Staged)
+	e.deliverAll(msgs, envelope.Staged)
 	e.requireMissing(idOf(s), len(s.Chunks))
 	require.Empty(t, e.reconcile())
 	e.requireMissing(idOf(s), len(s.Chunks))
@@ -149,9 +149,9 @@ func testReconcile(t *testing.T, newStore NewStore) {
 	s2 := e.build(2, changedInventory(t))
 	s3 := e.build(3, changedInventory(t).withSensors("sensor", 150, "m"))
 	s4 := e.build(4, baseInventory())
-	e.deliverAll(messagesOf(t, s2), finalize.Staged)
-	e.deliverAll(messagesOf(t, s3), finalize.Staged)
-	e.deliverAll(messagesOf(t, s4)[1:], finalize.Staged) // incomplete
+	e.deliverAll(messagesOf(t, s2), envelope.Staged)
+	e.deliverAll(messagesOf(t, s3), envelope.Staged)
+	e.deliverAll(messagesOf(t, s4)[1:], envelope.Staged) // incomplete
 	require.Equal(t, []finalize.Outcome{
 		e.outcome(finalize.Activated, s3, s3),
 		e.outcome(finalize.Superseded, s2, s3),
@@ -198,7 +198,7 @@ func revisionSetup(t *testing.T, newStore NewStore) (e *env, first, a *envelope.
 func testLowerRevision(t *testing.T, newStore NewStore) {
 	e, first, a := revisionSetup(t, newStore)
 	low := e.build(3, baseInventory().withSensors("probe", 150, "m"))
-	e.deliverAll(messagesOf(t, low), finalize.Staged)
+	e.deliverAll(messagesOf(t, low), envelope.Staged)
 	for range 2 {
 		require.Equal(t, e.outcome(finalize.Superseded, low, a), e.finalize(idOf(low)))
 		e.requireActive(first, a)
@@ -209,7 +209,7 @@ func testLowerRevision(t *testing.T, newStore NewStore) {
 func testSameRevisionOtherDocument(t *testing.T, newStore NewStore) {
 	e, first, a := revisionSetup(t, newStore)
 	other := e.build(5, baseInventory().withSensors("probe", 150, "m"))
-	e.deliverAll(messagesOf(t, other), finalize.Staged)
+	e.deliverAll(messagesOf(t, other), envelope.Staged)
 	for range 2 {
 		out, err := e.r.Finalize(e.ctx, e.vessel, idOf(other))
 		require.ErrorIs(t, err, finalize.ErrRevisionConflict)
@@ -229,7 +229,7 @@ func testSameRevisionSameDocument(t *testing.T, newStore NewStore) {
 	twin := e.build(5, changedInventory(t).withSensors("sensor", 150, "m"))
 	require.Equal(t, a.Manifest.DocumentSHA256, twin.Manifest.DocumentSHA256, "fixture: same document")
 	require.NotEqual(t, idOf(a), idOf(twin))
-	e.deliverAll(messagesOf(t, twin), finalize.Staged)
+	e.deliverAll(messagesOf(t, twin), envelope.Staged)
 	for range 2 {
 		require.Equal(t, e.outcome(finalize.AlreadyActive, twin, a), e.finalize(idOf(twin)), "the active snapshot stays the one first activated")
 		e.requireActive(first, a)
@@ -239,7 +239,7 @@ func testSameRevisionSameDocument(t *testing.T, newStore NewStore) {
 func testHigherRevision(t *testing.T, newStore NewStore) {
 	e, first, a := revisionSetup(t, newStore)
 	high := e.build(9, baseInventory().withSensors("probe", 150, "m"))
-	e.deliverAll(messagesOf(t, high), finalize.Staged)
+	e.deliverAll(messagesOf(t, high), envelope.Staged)
 	require.Equal(t, e.outcome(finalize.Activated, high, high), e.finalize(idOf(high)))
 	e.requireActive(first, a, high)
 	require.Equal(t, e.outcome(finalize.AlreadyActive, high, high), e.finalize(idOf(high)))
@@ -253,7 +253,7 @@ func testHigherSameDocument(t *testing.T, newStore NewStore) {
 	e, first, a := revisionSetup(t, newStore)
 	same := e.build(6, changedInventory(t).withSensors("sensor", 150, "m"))
 	require.Equal(t, a.Manifest.DocumentSHA256, same.Manifest.DocumentSHA256, "fixture: same document")
-	e.deliverAll(messagesOf(t, same), finalize.Staged)
+	e.deliverAll(messagesOf(t, same), envelope.Staged)
 	require.Equal(t, e.outcome(finalize.Activated, same, same), e.finalize(idOf(same)))
 	e.requireActive(first, a, same)
 }
@@ -266,7 +266,7 @@ func testReportedAgain(t *testing.T, newStore NewStore) {
 	twin := e.build(5, changedInventory(t).withSensors("sensor", 150, "m"))
 	high := e.build(7, baseInventory().withSensors("probe", 10, "m"))
 	for _, s := range []*envelope.Snapshot{low, twin, high} {
-		e.deliverAll(messagesOf(t, s), finalize.Staged)
+		e.deliverAll(messagesOf(t, s), envelope.Staged)
 	}
 	require.Equal(t, e.outcome(finalize.Superseded, low, a), e.finalize(idOf(low)))
 	require.Equal(t, e.outcome(finalize.AlreadyActive, twin, a), e.finalize(idOf(twin)))
@@ -296,7 +296,7 @@ func (e *env) requireRejected(msgs []message, class error, a *envelope.Snapshot)
 	e.t.Helper()
 	t := e.t
 	id, rev := msgs[0].want.SnapshotID, msgs[0].want.Revision
-	e.deliverAll(msgs, finalize.Staged)
+	e.deliverAll(msgs, envelope.Staged)
 	for range 2 {
 		out, err := e.r.Finalize(e.ctx, e.vessel, id)
 		require.NoError(t, err, "a rejected set is an outcome, not an error")
@@ -308,7 +308,7 @@ func (e *env) requireRejected(msgs []message, class error, a *envelope.Snapshot)
 		}, e.sansUsage(out))
 		e.requireActive(a)
 	}
-	e.deliverAll(msgs, finalize.AlreadyReceived)
+	e.deliverAll(msgs, envelope.AlreadyReceived)
 	require.Empty(t, e.reconcile(), "a rejected snapshot is not reconciled again")
 	e.requireActive(a)
 

@@ -169,11 +169,11 @@ func (e *env) next() time.Time {
 	return e.at
 }
 
-func (e *env) send(m message) (finalize.Receipt, error) {
+func (e *env) send(m message) (envelope.Receipt, error) {
 	return e.sendAs(e.origin, m)
 }
 
-func (e *env) sendAs(origin finalize.Origin, m message) (finalize.Receipt, error) {
+func (e *env) sendAs(origin finalize.Origin, m message) (envelope.Receipt, error) {
 	if m.manifest {
 		return e.r.ReceiveManifest(e.ctx, origin, m.raw)
 	}
@@ -181,14 +181,14 @@ func (e *env) sendAs(origin finalize.Origin, m message) (finalize.Receipt, error
 }
 
 // deliver sends m and requires the receipt it should get with status want.
-func (e *env) deliver(m message, want finalize.ReceiptStatus) {
+func (e *env) deliver(m message, want envelope.ReceiptStatus) {
 	e.t.Helper()
 	rc, err := e.send(m)
 	require.NoError(e.t, err, "receive %s", m.name)
-	require.Equal(e.t, m.receipt(want), rc, "receipt of %s", m.name)
+	requireReceipt(e.t, m, want, rc, "receipt of %s", m.name)
 }
 
-func (e *env) deliverAll(msgs []message, want finalize.ReceiptStatus) {
+func (e *env) deliverAll(msgs []message, want envelope.ReceiptStatus) {
 	e.t.Helper()
 	for _, m := range msgs {
 		e.deliver(m, want)
@@ -216,7 +216,7 @@ func (e *env) finalize(id uuid.UUID) finalize.Outcome {
 // activate it.
 func (e *env) activate(s *envelope.Snapshot) {
 	e.t.Helper()
-	e.deliverAll(messagesOf(e.t, s), finalize.Staged)
+	e.deliverAll(messagesOf(e.t, s), envelope.Staged)
 	out := e.finalize(s.Manifest.SnapshotID)
 	require.Equal(e.t, finalize.Activated, out.Status, "finalize %s: %+v", s.Manifest.SnapshotID, out)
 }
@@ -225,7 +225,7 @@ func (e *env) activate(s *envelope.Snapshot) {
 // requires that Finalize activates s and that s is the active catalog.
 func (e *env) deliverLastAndActivate(s *envelope.Snapshot, last message) {
 	e.t.Helper()
-	e.deliver(last, finalize.Staged)
+	e.deliver(last, envelope.Staged)
 	require.Equal(e.t, e.outcome(finalize.Activated, s, s), e.finalize(idOf(s)))
 	e.requireActive(s)
 }

@@ -17,7 +17,6 @@ import (
 	"github.com/yachtmemory/sourcecatalog/canonical"
 	"github.com/yachtmemory/sourcecatalog/catalog"
 	"github.com/yachtmemory/sourcecatalog/envelope"
-	"github.com/yachtmemory/sourcecatalog/finalize"
 )
 
 // epoch is the discovery time of the first snapshot a test builds; each
@@ -213,7 +212,7 @@ type message struct {
 	name     string
 	manifest bool
 	raw      []byte
-	want     finalize.Receipt
+	want     envelope.Receipt
 }
 
 // manifestMessage decodes raw, which must be a valid manifest, to know the
@@ -223,8 +222,8 @@ func manifestMessage(t require.TestingT, raw []byte) message {
 	require.NoError(t, err, "fixture manifest")
 	return message{
 		name: "manifest", manifest: true, raw: raw,
-		want: finalize.Receipt{
-			Status: finalize.Staged, EntityType: sourcecatalog.ManifestEntityType,
+		want: envelope.Receipt{
+			Status: envelope.Staged, EntityType: sourcecatalog.ManifestEntityType,
 			VesselID: m.VesselID, SnapshotID: m.SnapshotID, Revision: m.Revision,
 			ChunkIndex: sourcecatalog.NoIndex, Digest: canonical.Sum(m.Canonical()),
 		},
@@ -237,8 +236,8 @@ func chunkMessage(t require.TestingT, raw []byte) message {
 	require.NoError(t, err, "fixture chunk")
 	return message{
 		name: "chunk " + strconv.Itoa(c.Index()), raw: raw,
-		want: finalize.Receipt{
-			Status: finalize.Staged, EntityType: sourcecatalog.ChunkEntityType,
+		want: envelope.Receipt{
+			Status: envelope.Staged, EntityType: sourcecatalog.ChunkEntityType,
 			VesselID: c.VesselID(), SnapshotID: c.SnapshotID(), Revision: c.Revision(),
 			ChunkIndex: c.Index(), Digest: c.PayloadSHA256(),
 		},
@@ -254,10 +253,26 @@ func messagesOf(t require.TestingT, s *envelope.Snapshot) []message {
 	return out
 }
 
-func (m message) receipt(status finalize.ReceiptStatus) finalize.Receipt {
+func (m message) receipt(status envelope.ReceiptStatus) envelope.Receipt {
 	r := m.want
 	r.Status = status
 	return r
+}
+
+// requireReceipt requires rc to be m's receipt with the given status. Its
+// Complete is checked where the test knows what was delivered (see
+// delivery.requireReceipt).
+func requireReceipt(t require.TestingT, m message, status envelope.ReceiptStatus, rc envelope.Receipt, msgAndArgs ...any) {
+	if h, ok := t.(interface{ Helper() }); ok {
+		h.Helper()
+	}
+	require.Equal(t, m.receipt(status), sansComplete(rc), msgAndArgs...)
+}
+
+// sansComplete returns rc with Complete false.
+func sansComplete(rc envelope.Receipt) envelope.Receipt {
+	rc.Complete = false
+	return rc
 }
 
 // stagedBytes is what a set of messages stages.

@@ -133,7 +133,7 @@ func testWritesOnlyChanges(t *testing.T, newStore NewStore) {
 	a := e.build(1, baseInventory().withSensors("sensor", 150, "m"))
 	e.activate(a)
 	b := e.build(2, changedInventory(t).withSensors("sensor", 150, "m"))
-	e.deliverAll(messagesOf(t, b), finalize.Staged)
+	e.deliverAll(messagesOf(t, b), envelope.Staged)
 
 	before, after := expect(e.vessel, a), expect(e.vessel, a, b)
 	put, retired := 0, 0
@@ -157,7 +157,7 @@ func testWritesOnlyChanges(t *testing.T, newStore NewStore) {
 	e.requireActive(a, b)
 
 	c := e.build(3, changedInventory(t).withSensors("sensor", 150, "m"))
-	e.deliverAll(messagesOf(t, c), finalize.Staged)
+	e.deliverAll(messagesOf(t, c), envelope.Staged)
 	fs.ResetCalls()
 	require.Equal(t, finalize.Activated, e.finalize(idOf(c)).Status)
 	calls = fs.Calls()

@@ -132,10 +132,10 @@ func (r *rivals) deliver(t *testing.T, e *env, m message, at string) {
 	case "":
 		r.winner = m.name
 		require.NoError(t, err, "%s: the first of the rivals, %s, is staged", at, m.name)
-		require.Equal(t, m.receipt(finalize.Staged), rc, at)
+		requireReceipt(t, m, envelope.Staged, rc, at)
 	case m.name:
 		require.NoError(t, err, "%s: %s", at, m.name)
-		require.Equal(t, m.receipt(finalize.AlreadyReceived), rc, at)
+		requireReceipt(t, m, envelope.AlreadyReceived, rc, at)
 	default:
 		require.ErrorIs(t, err, finalize.ErrConflict, "%s: %s after %s", at, m.name, r.winner)
 		require.Zero(t, rc, "%s: a refused message gets no receipt", at)
@@ -195,6 +195,7 @@ func testAnyOrder(t *testing.T, newStore NewStore) {
 		rng.Shuffle(len(seq), func(i, j int) { seq[i], seq[j] = seq[j], seq[i] })
 
 		at := func(i int) string { return "iteration " + strconv.Itoa(iter) + " step " + strconv.Itoa(i) }
+		snaps := map[uuid.UUID]*envelope.Snapshot{idOf(b): b, idOf(old): old}
 		d := delivery{}
 		activated := 0
 		for i, m := range seq {
@@ -204,11 +205,12 @@ func testAnyOrder(t *testing.T, newStore NewStore) {
 			}
 			rc, err := e.send(m)
 			require.NoError(t, err, "%s: receive %s", at(i), m.name)
-			status := finalize.Staged
+			status := envelope.Staged
 			if d.note(m) {
-				status = finalize.AlreadyReceived
+				status = envelope.AlreadyReceived
 			}
-			require.Equal(t, m.receipt(status), rc, "%s: receipt of %s", at(i), m.name)
+			requireReceipt(t, m, status, rc, "%s: receipt of %s", at(i), m.name)
+			require.Equal(t, d.complete(snaps[m.want.SnapshotID]), rc.Complete, "%s: receipt of %s reports the set complete exactly when every message of the snapshot was delivered (SPEC.md §9.1)", at(i), m.name)
 
 			switch rng.IntN(8) {
 			case 0:
@@ -279,11 +281,12 @@ func testIdenticalRetry(t *testing.T, newStore NewStore) {
 	msgs := messagesOf(t, s)
 	require.Len(t, msgs, 5, "fixture: 150 sensors are 301 records in 4 chunks")
 
-	first := make([]finalize.Receipt, len(msgs))
+	first := make([]envelope.Receipt, len(msgs))
 	for i, m := range msgs {
 		rc, err := e.send(m)
 		require.NoError(t, err)
-		require.Equal(t, m.receipt(finalize.Staged), rc, m.name)
+		requireReceipt(t, m, envelope.Staged, rc, m.name)
+		require.Equal(t, i == len(msgs)-1, rc.Complete, "%s: a receipt reports the set complete once the manifest and every chunk are staged (SPEC.md §9.1)", m.name)
 		first[i] = rc
 	}
 	retry := func() {
@@ -291,10 +294,11 @@ func testIdenticalRetry(t *testing.T, newStore NewStore) {
 		for i := len(msgs) - 1; i >= 0; i-- {
 			rc, err := e.send(msgs[i])
 			require.NoError(t, err, msgs[i].name)
-			require.Equal(t, finalize.AlreadyReceived, rc.Status, msgs[i].name)
-			require.True(t, rc.Matches(first[i]), "a retry gets an equal receipt")
-			rc.Status = finalize.Staged
-			require.Equal(t, first[i], rc, "equal apart from the status")
+			require.Equal(t, envelope.AlreadyReceived, rc.Status, msgs[i].name)
+			require.True(t, rc.Matches(first[i]), "a retry gets a matching receipt")
+			require.True(t, rc.Complete, "%s: a retry after the set is complete reports it complete", msgs[i].name)
+			rc.Status, rc.Complete = envelope.Staged, first[i].Complete
+			require.Equal(t, first[i], rc, "equal apart from the status and completeness")
 		}
 	}
 	retry()
@@ -326,13 +330,13 @@ func testChunkConflict(t *testing.T, newStore NewStore) {
 	require.Len(t, others, len(msgs))
 
 	// Before the manifest.
-	e.deliver(msgs[1], finalize.Staged)
+	e.deliver(msgs[1], envelope.Staged)
 	e.refuse(others[1], finalize.ErrConflict)
-	e.deliver(msgs[1], finalize.AlreadyReceived)
+	e.deliver(msgs[1], envelope.AlreadyReceived)
 
 	// With the manifest, the set incomplete.
-	e.deliver(msgs[0], finalize.Staged)
-	e.deliverAll(msgs[2:len(msgs)-1], finalize.Staged)
+	e.deliver(msgs[0], envelope.Staged)
+	e.deliverAll(msgs[2:len(msgs)-1], envelope.Staged)
 	last := len(msgs) - 1
 	out, view := e.finalize(idOf(s)), e.active()
 	require.Equal(t, []int{last - 1}, out.MissingChunks)
@@ -340,11 +344,11 @@ func testChunkConflict(t *testing.T, newStore NewStore) {
 		require.NotEqual(t, msgs[i].raw, others[i].raw, "fixture: other bytes at chunk %d", i-1)
 		e.refuse(others[i], finalize.ErrConflict)
 		e.requireUnchanged(idOf(s), out, view)
-		e.deliver(msgs[i], finalize.AlreadyReceived)
+		e.deliver(msgs[i], envelope.AlreadyReceived)
 	}
 
 	// Completed and activated: the conflicting bytes left no trace.
-	e.deliver(msgs[last], finalize.Staged)
+	e.deliver(msgs[last], envelope.Staged)
 	require.Equal(t, e.outcome(finalize.Activated, s, s), e.finalize(idOf(s)))
 	e.requireActive(a, s)
 	out, view = e.outcome(finalize.AlreadyActive, s, s), e.active()
@@ -370,17 +374,17 @@ func testManifestConflict(t *testing.T, newStore NewStore) {
 	otherTime := manifestMessage(t, m.Canonical())
 	conflicting := []message{other, otherRev, otherTime}
 
-	e.deliver(msgs[0], finalize.Staged)
-	e.deliver(msgs[1], finalize.Staged)
+	e.deliver(msgs[0], envelope.Staged)
+	e.deliver(msgs[1], envelope.Staged)
 	out, view := e.finalize(idOf(s)), e.active()
 	require.Equal(t, finalize.StatusStaging, out.Status)
 	for _, c := range conflicting {
 		e.refuse(c, finalize.ErrConflict)
 		e.requireUnchanged(idOf(s), out, view)
 	}
-	e.deliver(msgs[0], finalize.AlreadyReceived)
+	e.deliver(msgs[0], envelope.AlreadyReceived)
 
-	e.deliverAll(msgs[2:], finalize.Staged)
+	e.deliverAll(msgs[2:], envelope.Staged)
 	require.Equal(t, e.outcome(finalize.Activated, s, s), e.finalize(idOf(s)))
 	e.requireActive(a, s)
 	out, view = e.outcome(finalize.AlreadyActive, s, s), e.active()
@@ -400,20 +404,20 @@ func testRevisionMismatch(t *testing.T, newStore NewStore) {
 	msgs, msgs8 := messagesOf(t, s), messagesOf(t, s8)
 	require.Equal(t, msgs[1].want.Digest, msgs8[1].want.Digest, "fixture: same payload")
 
-	e.deliver(msgs[1], finalize.Staged)
+	e.deliver(msgs[1], envelope.Staged)
 	out, view := e.finalize(idOf(s)), e.active()
 	e.refuse(msgs8[1], finalize.ErrConflict) // same index and payload, other revision
 	e.refuse(msgs8[2], finalize.ErrConflict) // another index
 	e.refuse(msgs8[0], finalize.ErrConflict) // the manifest
 	e.requireUnchanged(idOf(s), out, view)
 
-	e.deliver(msgs[0], finalize.Staged)
+	e.deliver(msgs[0], envelope.Staged)
 	out = e.finalize(idOf(s))
 	e.refuse(msgs8[3], finalize.ErrConflict)
 	e.refuse(msgs8[0], finalize.ErrConflict)
 	e.requireUnchanged(idOf(s), out, view)
 
-	e.deliverAll(msgs[2:], finalize.Staged)
+	e.deliverAll(msgs[2:], envelope.Staged)
 	require.Equal(t, e.outcome(finalize.Activated, s, s), e.finalize(idOf(s)))
 	e.requireActive(a, s)
 }
@@ -425,12 +429,12 @@ func testChunkBeyondChunkCount(t *testing.T, newStore NewStore) {
 	big := e.buildAs(idOf(s), 1, baseInventory().withSensors("sensor", 150, "m"))
 	msgs, bigs := messagesOf(t, s), messagesOf(t, big)
 
-	e.deliver(msgs[0], finalize.Staged)
+	e.deliver(msgs[0], envelope.Staged)
 	for _, m := range bigs[2:] { // chunk indexes 1.. beyond chunk_count 1
 		e.refuse(m, finalize.ErrConflict)
 	}
 	e.requireMissing(idOf(s), 0)
-	e.deliver(msgs[1], finalize.Staged)
+	e.deliver(msgs[1], envelope.Staged)
 	require.Equal(t, e.outcome(finalize.Activated, s, s), e.finalize(idOf(s)))
 	e.requireActive(s)
 }
@@ -467,10 +471,10 @@ func testContradictionEitherOrder(t *testing.T, newStore NewStore) {
 			}
 			t.Logf("%s: %s first", tc.name, first.name)
 			view := e.active()
-			e.deliver(first, finalize.Staged)
+			e.deliver(first, envelope.Staged)
 			for range 2 {
 				e.refuse(second, finalize.ErrConflict)
-				e.deliver(first, finalize.AlreadyReceived)
+				e.deliver(first, envelope.AlreadyReceived)
 			}
 			out := e.finalize(idOf(s))
 			require.Equal(t, finalize.StatusStaging, out.Status, tc.name)
@@ -511,9 +515,9 @@ func testForeignVessel(t *testing.T, newStore NewStore) {
 	stranger.requireNothingStaged(idOf(s))
 
 	e.refuseAs(stranger.origin, msgs[2], finalize.ErrForeignVessel)
-	e.deliver(msgs[0], finalize.Staged)
-	e.deliver(msgs[1], finalize.Staged)
-	e.deliverAll(msgs[3:], finalize.Staged)
+	e.deliver(msgs[0], envelope.Staged)
+	e.deliver(msgs[1], envelope.Staged)
+	e.deliverAll(msgs[3:], envelope.Staged)
 	e.requireMissing(idOf(s), 1)
 	stranger.requireNothingStaged(idOf(s))
 
@@ -590,9 +594,9 @@ func testUnsupported(t *testing.T, newStore NewStore) {
 
 	chunk := message{name: "chunk 1 v3", raw: replaceOnce(t, msgs[2].raw, protocol, `"protocol":"yachtmemory.source-catalog.v3"`)}
 	e.refuse(chunk, sourcecatalog.ErrUnsupported)
-	e.deliver(msgs[0], finalize.Staged)
-	e.deliver(msgs[1], finalize.Staged)
-	e.deliverAll(msgs[3:], finalize.Staged)
+	e.deliver(msgs[0], envelope.Staged)
+	e.deliver(msgs[1], envelope.Staged)
+	e.deliverAll(msgs[3:], envelope.Staged)
 	e.requireMissing(idOf(s), 1)
 	e.deliverLastAndActivate(s, msgs[2])
 }
@@ -624,9 +628,9 @@ func testMalformed(t *testing.T, newStore NewStore) {
 		e.refuse(message{name: tc.name, manifest: tc.manifest, raw: tc.raw}, tc.class)
 	}
 	e.requireNothingStaged(idOf(s))
-	e.deliver(msgs[0], finalize.Staged)
-	e.deliver(msgs[1], finalize.Staged)
-	e.deliverAll(msgs[3:], finalize.Staged)
+	e.deliver(msgs[0], envelope.Staged)
+	e.deliver(msgs[1], envelope.Staged)
+	e.deliverAll(msgs[3:], envelope.Staged)
 	e.requireMissing(idOf(s), 1)
 	e.deliverLastAndActivate(s, msgs[2])
 }
@@ -658,13 +662,13 @@ func testInvalidRecord(t *testing.T, newStore NewStore) {
 		e.refuse(message{name: tc.name, raw: raw}, tc.class)
 	}
 	e.requireNothingStaged(idOf(s))
-	e.deliver(msgs[0], finalize.Staged)
+	e.deliver(msgs[0], envelope.Staged)
 	for _, tc := range cases {
 		raw := rawChunk(e.vessel, idOf(s), 1, 1, [][]byte{[]byte(tc.record)})
 		e.refuse(message{name: tc.name + " alone", raw: raw}, tc.class)
 	}
-	e.deliver(msgs[1], finalize.Staged)
-	e.deliverAll(msgs[3:], finalize.Staged)
+	e.deliver(msgs[1], envelope.Staged)
+	e.deliverAll(msgs[3:], envelope.Staged)
 	e.requireMissing(idOf(s), 1)
 	e.deliverLastAndActivate(s, msgs[2])
 }
@@ -687,9 +691,9 @@ func testPayloadHash(t *testing.T, newStore NewStore) {
 	e.refuse(message{name: "chunk 1 with changed records", raw: tampered}, sourcecatalog.ErrHashMismatch)
 
 	e.requireNothingStaged(idOf(s))
-	e.deliver(msgs[0], finalize.Staged)
-	e.deliver(msgs[1], finalize.Staged)
-	e.deliverAll(msgs[3:], finalize.Staged)
+	e.deliver(msgs[0], envelope.Staged)
+	e.deliver(msgs[1], envelope.Staged)
+	e.deliverAll(msgs[3:], envelope.Staged)
 	e.refuse(bad, sourcecatalog.ErrHashMismatch)
 	e.requireMissing(idOf(s), 1)
 	e.deliverLastAndActivate(s, msgs[2])
@@ -704,7 +708,7 @@ func testCancelledContext(t *testing.T, newStore NewStore) {
 	e.activate(a)
 	s := e.build(2, changedInventory(t).withSensors("sensor", 150, "m"))
 	msgs := messagesOf(t, s)
-	e.deliverAll(msgs[:2], finalize.Staged)
+	e.deliverAll(msgs[:2], envelope.Staged)
 
 	ctx, cancel := context.WithCancel(e.ctx)
 	cancel()
@@ -725,6 +729,6 @@ func testCancelledContext(t *testing.T, newStore NewStore) {
 	}
 	e.requireMissing(idOf(s), 1, 2, 3)
 	e.requireActive(a)
-	e.deliverAll(msgs[2:], finalize.Staged)
+	e.deliverAll(msgs[2:], envelope.Staged)
 	require.Equal(t, e.outcome(finalize.Activated, s, s), e.finalize(idOf(s)))
 }

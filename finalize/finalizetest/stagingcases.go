@@ -92,26 +92,26 @@ func testIncompleteCount(t *testing.T, newStore NewStore) {
 	s3 := e.build(4, changedInventory(t))
 	m1, m2, m3 := messagesOf(t, s1), messagesOf(t, s2), messagesOf(t, s3)
 
-	e.deliver(m1[0], finalize.Staged)
-	e.deliver(m2[2], finalize.Staged)
+	e.deliver(m1[0], envelope.Staged)
+	e.deliver(m2[2], envelope.Staged)
 	e.refuse(m3[0], finalize.ErrStagingExhausted) // a third incomplete snapshot
 	e.refuse(m3[1], finalize.ErrStagingExhausted)
 	e.requireNothingStaged(idOf(s3))
-	e.deliver(m1[0], finalize.AlreadyReceived) // retries are still answered
-	e.deliver(m2[2], finalize.AlreadyReceived)
-	e.deliver(m1[1], finalize.Staged) // staged snapshots still grow
+	e.deliver(m1[0], envelope.AlreadyReceived) // retries are still answered
+	e.deliver(m2[2], envelope.AlreadyReceived)
+	e.deliver(m1[1], envelope.Staged) // staged snapshots still grow
 	e.requireActive(a)
 
 	e.discard(idOf(s2))
 	e.requireNothingStaged(idOf(s2))
-	e.deliverAll(m3, finalize.Staged)
+	e.deliverAll(m3, envelope.Staged)
 	e.refuse(m2[2], finalize.ErrStagingExhausted)
 
 	// Finalizing frees room too.
-	e.deliverAll(m1[2:], finalize.Staged)
+	e.deliverAll(m1[2:], envelope.Staged)
 	require.Equal(t, finalize.Activated, e.finalize(idOf(s1)).Status)
 	require.Equal(t, finalize.Activated, e.finalize(idOf(s3)).Status)
-	e.deliverAll(m2, finalize.Staged)
+	e.deliverAll(m2, envelope.Staged)
 	require.Equal(t, finalize.Superseded, e.finalize(idOf(s2)).Status)
 	e.requireActive(a, s1, s3)
 }
@@ -132,20 +132,20 @@ func testIncompleteBytes(t *testing.T, newStore NewStore) {
 	// One byte short of s1: its last chunk does not fit.
 	tight := e.over(finalize.NewReceiver(e.store, limits(size1-1)))
 	last := len(m1) - 1
-	tight.deliverAll(m1[:last], finalize.Staged)
+	tight.deliverAll(m1[:last], envelope.Staged)
 	tight.refuse(m1[last], finalize.ErrStagingExhausted)
 	tight.requireMissing(idOf(s1), last-1)
-	tight.deliverAll(m1[:last], finalize.AlreadyReceived)
+	tight.deliverAll(m1[:last], envelope.AlreadyReceived)
 	tight.requireActive(a)
 
 	// Exactly s1: nothing else fits until s1 is finalized.
 	exact := e.over(finalize.NewReceiver(e.store, limits(size1)))
-	exact.deliver(m1[last], finalize.Staged)
+	exact.deliver(m1[last], envelope.Staged)
 	exact.refuse(m2[0], finalize.ErrStagingExhausted)
 	exact.refuse(m2[1], finalize.ErrStagingExhausted)
 	exact.requireNothingStaged(idOf(s2))
 	require.Equal(t, finalize.Activated, exact.finalize(idOf(s1)).Status)
-	exact.deliverAll(m2, finalize.Staged)
+	exact.deliverAll(m2, envelope.Staged)
 	require.Equal(t, finalize.Activated, exact.finalize(idOf(s2)).Status)
 	exact.requireActive(a, s1, s2)
 }
@@ -161,14 +161,14 @@ func testRetainedCount(t *testing.T, newStore NewStore) {
 	s3 := e.build(3, baseInventory().withSensors("sensor", 150, "m"))
 	low := e.build(1, changedInventory(t).withSensors("probe", 10, "m"))
 	m3 := messagesOf(t, s3)
-	e.deliverAll(m3, finalize.Staged)
-	e.deliverAll(messagesOf(t, low), finalize.Staged)
+	e.deliverAll(m3, envelope.Staged)
+	e.deliverAll(messagesOf(t, low), envelope.Staged)
 	for range 2 {
 		e.requireExhausted(idOf(s3))
 		e.requireExhausted(idOf(low)) // superseded snapshots are retained too
 		e.requireActive(s1, s2)
 	}
-	e.deliverAll(m3, finalize.AlreadyReceived)
+	e.deliverAll(m3, envelope.AlreadyReceived)
 
 	e.prune(1)
 	e.requireNothingStaged(idOf(s1))
@@ -189,11 +189,11 @@ func testRetainedBytes(t *testing.T, newStore NewStore) {
 	}))
 	e.activate(s1)
 	e.activate(s2)
-	e.deliverAll(messagesOf(t, s3), finalize.Staged)
+	e.deliverAll(messagesOf(t, s3), envelope.Staged)
 	e.requireExhausted(idOf(s3))
 	e.requireActive(s1, s2)
-	e.deliverAll(messagesOf(t, s2), finalize.AlreadyReceived)
-	e.deliverAll(messagesOf(t, s3), finalize.AlreadyReceived)
+	e.deliverAll(messagesOf(t, s2), envelope.AlreadyReceived)
+	e.deliverAll(messagesOf(t, s3), envelope.AlreadyReceived)
 	e.requireExhausted(idOf(s3))
 	e.discard(idOf(s1))
 	e.requireNothingStaged(idOf(s1))
@@ -207,13 +207,13 @@ func testDiscard(t *testing.T, newStore NewStore) {
 	e.activate(a)
 	s := e.build(2, changedInventory(t).withSensors("sensor", 150, "m"))
 	msgs := messagesOf(t, s)
-	e.deliverAll(msgs[:3], finalize.Staged)
+	e.deliverAll(msgs[:3], envelope.Staged)
 	e.discard(idOf(s))
 	e.requireNothingStaged(idOf(s))
 	e.discard(e.ids.next()) // unknown: not an error
 	e.requireActive(a)
 
-	e.deliverAll(msgs, finalize.Staged) // staged afresh
+	e.deliverAll(msgs, envelope.Staged) // staged afresh
 	require.Equal(t, finalize.Activated, e.finalize(idOf(s)).Status)
 	e.discard(idOf(a)) // replaced: may go
 	e.requireNothingStaged(idOf(a))
@@ -225,13 +225,13 @@ func testDiscardActive(t *testing.T, newStore NewStore) {
 	a := e.build(1, baseInventory().withSensors("sensor", 150, "m"))
 	e.activate(a)
 	twin := e.build(1, baseInventory().withSensors("sensor", 150, "m"))
-	e.deliverAll(messagesOf(t, twin), finalize.Staged)
+	e.deliverAll(messagesOf(t, twin), envelope.Staged)
 	require.Equal(t, finalize.AlreadyActive, e.finalize(idOf(twin)).Status)
 
 	err := e.r.Discard(e.ctx, e.vessel, idOf(a))
 	require.ErrorIs(t, err, finalize.ErrActiveSnapshot)
 	require.Equal(t, e.outcome(finalize.AlreadyActive, a, a), e.finalize(idOf(a)), "the active snapshot is kept")
-	e.deliverAll(messagesOf(t, a), finalize.AlreadyReceived)
+	e.deliverAll(messagesOf(t, a), envelope.AlreadyReceived)
 	e.requireActive(a)
 	e.discard(idOf(twin)) // not the active one
 	e.requireNothingStaged(idOf(twin))
@@ -251,11 +251,11 @@ func testPrune(t *testing.T, newStore NewStore) {
 	m := bad.Manifest
 	m.RecordCount++
 	badMsgs[0] = manifestMessage(t, m.Canonical())
-	e.deliverAll(badMsgs, finalize.Staged)
+	e.deliverAll(badMsgs, envelope.Staged)
 	require.Equal(t, finalize.Rejected, e.finalize(idOf(bad)).Status)
 	s4 := e.build(10, changedInventory(t).withSensors("sensor", 150, "m")) // staging
 	m4 := messagesOf(t, s4)
-	e.deliverAll(m4[:3], finalize.Staged)
+	e.deliverAll(m4[:3], envelope.Staged)
 
 	e.prune(2) // the two newest finalized by revision: bad and s3
 	e.requireNothingStaged(idOf(s1))
@@ -266,12 +266,12 @@ func testPrune(t *testing.T, newStore NewStore) {
 	e.prune(0) // never the active one, never one still staging
 	e.requireNothingStaged(idOf(bad))
 	require.Equal(t, e.outcome(finalize.AlreadyActive, s3, s3), e.finalize(idOf(s3)))
-	e.deliverAll(messagesOf(t, s3), finalize.AlreadyReceived)
-	e.deliverAll(m4[:3], finalize.AlreadyReceived)
+	e.deliverAll(messagesOf(t, s3), envelope.AlreadyReceived)
+	e.deliverAll(m4[:3], envelope.AlreadyReceived)
 	e.requireMissing(idOf(s4), 2, 3)
 	e.requireActive(s1, s2, s3)
 
-	e.deliverAll(m4[3:], finalize.Staged)
+	e.deliverAll(m4[3:], envelope.Staged)
 	require.Equal(t, finalize.Activated, e.finalize(idOf(s4)).Status)
 	e.requireActive(s1, s2, s3, s4)
 }
@@ -290,7 +290,7 @@ func testNoAutomaticPruning(t *testing.T, newStore NewStore) {
 	}
 	for _, s := range snaps[:4] {
 		require.Equal(t, e.outcome(finalize.Superseded, s, snaps[4]), e.finalize(idOf(s)), "kept by default")
-		e.deliverAll(messagesOf(t, s), finalize.AlreadyReceived)
+		e.deliverAll(messagesOf(t, s), envelope.AlreadyReceived)
 	}
 	e.requireActive(snaps...)
 }
@@ -305,11 +305,11 @@ func testRetention(t *testing.T, newStore NewStore) {
 	e.requireNothingStaged(idOf(s1))
 	staging := e.build(7, changedInventory(t))
 	sm := messagesOf(t, staging)
-	e.deliverAll(sm[1:], finalize.Staged)
+	e.deliverAll(sm[1:], envelope.Staged)
 	e.activate(s3)
 	e.requireNothingStaged(idOf(s2))
 	require.Equal(t, finalize.AlreadyActive, e.finalize(idOf(s3)).Status)
-	e.deliverAll(sm[1:], finalize.AlreadyReceived) // staging snapshots are never pruned
+	e.deliverAll(sm[1:], envelope.AlreadyReceived) // staging snapshots are never pruned
 	e.requireActive(s1, s2, s3)
 }
 
@@ -347,7 +347,7 @@ func testRetentionKeepsActive(t *testing.T, newStore NewStore) {
 		}
 	}
 	bad := newHandSet(e.vessel, e.ids.next(), 5, e.next(), splitRecords(records, 90))
-	e.deliverAll(bad.messages(t), finalize.Staged)
+	e.deliverAll(bad.messages(t), envelope.Staged)
 	require.Equal(t, finalize.Rejected, e.finalize(bad.manifest.SnapshotID).Status)
 
 	s2 := e.build(2, changedInventory(t))
@@ -386,17 +386,17 @@ func testUsage(t *testing.T, newStore NewStore) {
 	s2 := e.build(2, changedInventory(t).withSensors("sensor", 150, "m"))
 	s3 := e.build(3, baseInventory().withSensors("probe", 150, "m"))
 	m1, m2, m3 := messagesOf(t, s1), messagesOf(t, s2), messagesOf(t, s3)
-	e.deliver(m2[2], finalize.Staged)
+	e.deliver(m2[2], envelope.Staged)
 	incomplete(1, m2[2:3])
 	check("a chunk of s2")
-	e.deliverAll(m2[:2], finalize.Staged)
+	e.deliverAll(m2[:2], envelope.Staged)
 	incomplete(0, m2[:2])
 	check("s2 growing")
-	e.deliverAll(m2[:3], finalize.AlreadyReceived)
+	e.deliverAll(m2[:3], envelope.AlreadyReceived)
 	e.refuse(messagesOf(t, e.buildAs(idOf(s2), 2, baseInventory()))[0], finalize.ErrConflict)
 	check("retries and refusals stage nothing")
 
-	e.deliverAll(m1, finalize.Staged)
+	e.deliverAll(m1, envelope.Staged)
 	incomplete(1, m1)
 	check("s1 complete")
 	out, err := e.r.Finalize(e.ctx, e.vessel, idOf(s1))
@@ -410,9 +410,9 @@ func testUsage(t *testing.T, newStore NewStore) {
 	require.Equal(t, 0.25, out.Usage.RetainedSnapshots.Fraction(), "1 of 4 retained")
 	require.Equal(t, 1.0/3, out.Usage.Highest(), "the fullest bound: 1 of 3 incomplete")
 
-	e.deliverAll(m2[3:], finalize.Staged)
+	e.deliverAll(m2[3:], envelope.Staged)
 	incomplete(0, m2[3:])
-	e.deliverAll(m3[:1], finalize.Staged)
+	e.deliverAll(m3[:1], envelope.Staged)
 	incomplete(1, m3[:1])
 	check("s3 started")
 	require.Equal(t, 2.0/3, e.storedUsage().Highest(), "the fullest bound: 2 of 3 incomplete")

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/yachtmemory/sourcecatalog"
+	"github.com/yachtmemory/sourcecatalog/envelope"
 	"github.com/yachtmemory/sourcecatalog/finalize"
 	"github.com/yachtmemory/sourcecatalog/outbox"
 )
@@ -101,8 +102,9 @@ type heldMessage struct {
 
 var _ outbox.Transport = (*lossyLink)(nil)
 
-// Send implements outbox.Transport.
-func (l *lossyLink) Send(ctx context.Context, e outbox.Entry) (outbox.Receipt, error) {
+// Send implements outbox.Transport. The receiver's answer crosses the link
+// in its wire form: a receipt or a refusal, encoded and decoded again.
+func (l *lossyLink) Send(ctx context.Context, e outbox.Entry) (envelope.Receipt, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.tick++
@@ -111,31 +113,38 @@ func (l *lossyLink) Send(ctx context.Context, e outbox.Entry) (outbox.Receipt, e
 	l.release(ctx, l.tick)
 	if l.rng.Float64() < l.cfg.DropRequest {
 		l.stats.DroppedRequests++
-		return outbox.Receipt{}, errRequestLost
+		return envelope.Receipt{}, errRequestLost
 	}
 	if l.rng.Float64() < l.cfg.Reorder {
 		l.stats.Reordered++
 		l.held = append(l.held, heldMessage{due: l.tick + 1 + l.rng.IntN(l.cfg.ReorderWindow), entry: e})
-		return outbox.Receipt{}, errTimedOut
+		return envelope.Receipt{}, errTimedOut
 	}
 	rc, err := l.deliver(ctx, e)
 	if err != nil {
-		return outbox.Receipt{}, err
+		return envelope.Receipt{}, overTheWire(err)
 	}
 	if l.rng.Float64() < l.cfg.Duplicate {
 		l.stats.Duplicated++
 		if _, err := l.deliver(ctx, e); err != nil {
-			return outbox.Receipt{}, err
+			return envelope.Receipt{}, overTheWire(err)
 		}
 	}
 	if l.rng.Float64() < l.cfg.DropReceipt {
 		l.stats.DroppedReceipts++
-		return outbox.Receipt{}, errReceiptLost
+		return envelope.Receipt{}, errReceiptLost
 	}
-	return outbox.Receipt{
-		EntityType: rc.EntityType, SnapshotID: rc.SnapshotID,
-		ChunkIndex: rc.ChunkIndex, Digest: rc.Digest,
-	}, nil
+	return envelope.DecodeReceipt(rc.Canonical())
+}
+
+// overTheWire returns the error a sender decodes from the refusal that
+// answers err (SPEC.md §9.4).
+func overTheWire(err error) error {
+	f, derr := envelope.DecodeRefusal(envelope.RefusalOf(err).Canonical())
+	if derr != nil {
+		return derr
+	}
+	return f.Err()
 }
 
 // release delivers the held requests due by tick, in the order they were
@@ -168,8 +177,8 @@ func (l *lossyLink) flush(ctx context.Context) {
 }
 
 // deliver hands one message to the receiver, as its entity type says.
-func (l *lossyLink) deliver(ctx context.Context, e outbox.Entry) (finalize.Receipt, error) {
-	var rc finalize.Receipt
+func (l *lossyLink) deliver(ctx context.Context, e outbox.Entry) (envelope.Receipt, error) {
+	var rc envelope.Receipt
 	var err error
 	switch e.EntityType {
 	case sourcecatalog.ManifestEntityType:
@@ -188,9 +197,9 @@ func (l *lossyLink) deliver(ctx context.Context, e outbox.Entry) (finalize.Recei
 		return rc, err
 	}
 	switch rc.Status {
-	case finalize.Staged:
+	case envelope.Staged:
 		l.stats.Staged++
-	case finalize.AlreadyReceived:
+	case envelope.AlreadyReceived:
 		l.stats.AlreadyReceived++
 	}
 	return rc, nil
