@@ -227,9 +227,7 @@ func operationCases() map[string]errCase {
 
 // knownGaps are cases that still break the contract, with the work that
 // fixes them. A gap that is fixed fails the test until it is removed here.
-var knownGaps = map[string]string{
-	"canonical.ErrInvalidFloat": "AppendFloat returns it bare; classed by the canonical rewrite (issue 10 item 3)",
-}
+var knownGaps = map[string]string{}
 
 func TestErrorContract(t *testing.T) {
 	cases := errorCases()

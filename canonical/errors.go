@@ -20,8 +20,11 @@ var (
 	ErrTooDeep          = errors.New("nesting too deep")
 	ErrTrailingData     = errors.New("trailing data after JSON value")
 	ErrByteOrderMark    = errors.New("byte-order mark")
-	ErrInvalidFloat     = errors.New("NaN or infinity cannot be encoded")
 )
+
+// ErrInvalidFloat is returned by AppendFloat for NaN and the infinities,
+// which have no JSON form. It wraps sourcecatalog.ErrInvalidValue.
+var ErrInvalidFloat error = sourcecatalog.Errorf(sourcecatalog.ErrInvalidValue, "NaN or infinity cannot be encoded")
 
 // A SyntaxError reports input that is not strict JSON. Offset is the byte
 // offset in the input at which the problem was found.
