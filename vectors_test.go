@@ -73,7 +73,18 @@ var syntaxDetails = map[string]error{
 	"unexpected-end":    canonical.ErrUnexpectedEnd,
 }
 
-var apis = []string{"transform", "record", "records", "build", "manifest", "chunk", "snapshot"}
+// classNames maps the vectors' spelling of every class of SPEC.md §10.1
+// (the wire name with - for _) to its sentinel: the class: output of a
+// refusal vector may name any of them.
+var classNames = func() map[string]error {
+	m := map[string]error{}
+	for _, c := range sourcecatalog.Classes() {
+		m[strings.ReplaceAll(sourcecatalog.WireName(c), "_", "-")] = c
+	}
+	return m
+}()
+
+var apis = []string{"transform", "record", "records", "build", "manifest", "chunk", "snapshot", "receipt", "refusal"}
 
 // ---------------------------------------------------------------------------
 // The vector format
@@ -127,6 +138,8 @@ var headerKeys = map[string]bool{
 	"canonical-hex": false, "canonical-sha256": false, "record-count": false, "chunk-count": false,
 	"chunk-records": false, "payload-sha256": false, "document-sha256": false,
 	"manifest-sha256": false, "chunks-sha256": false,
+	"entity-type": false, "chunk-index": false, "status": false, "complete": false,
+	"class": false, "record-index": false, "field": false,
 }
 
 var snapshotOutputs = []string{
@@ -143,12 +156,14 @@ var okOutputs = map[string][]string{
 	"manifest":  {"canonical-sha256", "chunk-count", "record-count", "document-sha256"},
 	"chunk":     {"canonical-sha256", "record-count", "payload-sha256"},
 	"snapshot":  snapshotOutputs,
+	"receipt":   {"canonical-hex", "canonical-sha256", "entity-type", "chunk-index", "status", "complete"},
+	"refusal":   {"canonical-hex", "canonical-sha256", "class", "chunk-index", "record-index", "field"},
 }
 
 var (
 	buildInputs    = []string{"vessel", "snapshot", "revision", "discovered-at"}
 	buildFlags     = []string{"truncated", "pagination-uncertain"}
-	syntaxAPIs     = map[string]bool{"transform": true, "record": true, "records": true, "manifest": true, "chunk": true}
+	syntaxAPIs     = map[string]bool{"transform": true, "record": true, "records": true, "manifest": true, "chunk": true, "receipt": true, "refusal": true}
 	outputKeyNames = func() map[string]bool {
 		m := map[string]bool{}
 		for _, keys := range okOutputs {
@@ -300,7 +315,7 @@ func (g *golden) interpret(h map[string]string) error {
 			g.offset, g.hasOffset = n, true
 		}
 		if (g.detail != "" || g.hasOffset) && (!syntaxAPIs[g.api] || g.class != "malformed-json") {
-			return errors.New("detail and offset belong to malformed-json errors of transform, record, records, manifest and chunk")
+			return errors.New("detail and offset belong to malformed-json errors of transform, record, records, manifest, chunk, receipt and refusal")
 		}
 		if g.api == "transform" {
 			if g.detail == "" || !g.hasOffset {
@@ -336,6 +351,18 @@ func checkOutput(key, v string) error {
 		for _, d := range strings.Split(v, ",") {
 			ok = ok && count.MatchString(d)
 		}
+	case "entity-type":
+		ok = v == sourcecatalog.ManifestEntityType || v == sourcecatalog.ChunkEntityType
+	case "status":
+		ok = v == string(envelope.Staged) || v == string(envelope.AlreadyReceived)
+	case "complete":
+		ok = v == "true" || v == "false"
+	case "chunk-index", "record-index":
+		ok = v == "-" || count.MatchString(v)
+	case "field":
+		ok = v == "-" || fieldValue.MatchString(v)
+	case "class":
+		ok = classNames[v] != nil
 	}
 	if !ok {
 		return fmt.Errorf("bad %s %q", key, v)
@@ -442,20 +469,28 @@ func TestVectors(t *testing.T) {
 				runChunk(t, g)
 			case "snapshot":
 				runSnapshot(t, g)
+			case "receipt":
+				runReceipt(t, g)
+			case "refusal":
+				runRefusal(t, g)
 			}
 		})
 	}
 }
 
 // TestVectorCoverage checks that the vectors exercise every api, every
-// error class of SPEC.md §10.1 that a decoder or Build can return, and every
-// detail of a canonical syntax error.
+// error class of SPEC.md §10.1 that a decoder or Build can return, every
+// detail of a canonical syntax error, and every class in a valid refusal.
 func TestVectorCoverage(t *testing.T) {
 	perAPI := map[string]int{}
 	perClass := map[string]int{}
 	perDetail := map[string]int{}
+	refused := map[string]int{}
 	for _, g := range loadGoldens(t) {
 		perAPI[g.api]++
+		if g.ok && g.api == "refusal" {
+			refused[g.fields["class"]]++
+		}
 		if !g.ok {
 			perClass[g.class]++
 			if g.detail != "" {
@@ -471,6 +506,9 @@ func TestVectorCoverage(t *testing.T) {
 	}
 	for d := range syntaxDetails {
 		assert.Positive(t, perDetail[d], "no vector with detail %s", d)
+	}
+	for c := range classNames {
+		assert.Positive(t, refused[c], "no valid refusal vector of class %s", c)
 	}
 	t.Logf("vectors by api: %v", perAPI)
 	t.Logf("error vectors by class: %v", perClass)
@@ -512,35 +550,45 @@ func TestVectorParserIsStrict(t *testing.T) {
 	require.NoError(t, err)
 
 	insert := func(line string) string { return strings.Replace(valid, "expect: ok\n", "expect: ok\n"+line+"\n", 1) }
+	refusal := func(class string) string {
+		return "api: refusal\nspec: 9.4\nexpect: ok\ncanonical-hex: 7b7d\ncanonical-sha256: " + hex.EncodeToString(sum[:]) +
+			"\n" + class + "\nchunk-index: -\nrecord-index: -\nfield: -\n\n{}"
+	}
+	_, err = parseGolden("001-valid.txt", []byte(refusal("class: store-unavailable")))
+	require.NoError(t, err)
 	bad := map[string]struct{ file, text string }{
-		"no empty line":         {"001-x.txt", "api: transform\nexpect: ok\n"},
-		"no newline at all":     {"001-x.txt", "api: transform"},
-		"unknown key":           {"001-x.txt", insert("colour: red")},
-		"repeated key":          {"001-x.txt", insert("api: transform")},
-		"missing api":           {"001-x.txt", strings.Replace(valid, "api: transform\n", "", 1)},
-		"unknown api":           {"001-x.txt", strings.Replace(valid, "api: transform", "api: verify", 1)},
-		"missing spec":          {"001-x.txt", strings.Replace(valid, "spec: 3.1\n", "", 1)},
-		"spec with section":     {"001-x.txt", strings.Replace(valid, "spec: 3.1", "spec: S3.1", 1)},
-		"spec with two levels":  {"001-x.txt", strings.Replace(valid, "spec: 3.1", "spec: 3.1.2", 1)},
-		"spec repeats":          {"001-x.txt", insert("spec: 3.2")},
-		"missing expect":        {"001-x.txt", strings.Replace(valid, "expect: ok\n", "", 1)},
-		"missing output":        {"001-x.txt", strings.Replace(valid, "canonical-hex: 7b7d\n", "", 1)},
-		"output not hex":        {"001-x.txt", strings.Replace(valid, "7b7d", "7B7D", 1)},
-		"where on ok":           {"001-x.txt", insert("where: none")},
-		"input on transform":    {"001-x.txt", insert("revision: 1")},
-		"carriage return":       {"001-x.txt", strings.Replace(valid, "expect: ok\n", "expect: ok\r\n", 1)},
-		"no space after colon":  {"001-x.txt", strings.Replace(valid, "expect: ok", "expect:ok", 1)},
-		"empty value":           {"001-x.txt", insert("comment: ")},
-		"non-ASCII comment":     {"001-x.txt", insert("comment: caf\u00e9")},
-		"bad file name":         {"1-x.txt", valid},
-		"error without class":   {"001-x.txt", "api: record\nspec: 4.1\nexpect: error\n\n{}"},
-		"unknown class":         {"001-x.txt", "api: record\nspec: 4.1\nexpect: error\nerror: oops\n\n{}"},
-		"output on error":       {"001-x.txt", "api: record\nspec: 4.1\nexpect: error\nerror: integrity\ncanonical-sha256: " + hex.EncodeToString(sum[:]) + "\n\n{}"},
-		"transform sans offset": {"001-x.txt", "api: transform\nspec: 4.1\nexpect: error\nerror: malformed-json\ndetail: syntax\n\n{"},
-		"detail on integrity":   {"001-x.txt", "api: record\nspec: 4.1\nexpect: error\nerror: integrity\ndetail: syntax\n\n{}"},
-		"bad where":             {"001-x.txt", "api: record\nspec: 4.1\nexpect: error\nerror: integrity\nwhere: chunk=x\n\n{}"},
-		"where repeats part":    {"001-x.txt", "api: record\nspec: 4.1\nexpect: error\nerror: integrity\nwhere: chunk=1 chunk=2\n\n{}"},
-		"build without input":   {"001-x.txt", "api: build\nspec: 4.1\nexpect: error\nerror: integrity\n\n[]"},
+		"no empty line":           {"001-x.txt", "api: transform\nexpect: ok\n"},
+		"no newline at all":       {"001-x.txt", "api: transform"},
+		"unknown key":             {"001-x.txt", insert("colour: red")},
+		"repeated key":            {"001-x.txt", insert("api: transform")},
+		"missing api":             {"001-x.txt", strings.Replace(valid, "api: transform\n", "", 1)},
+		"unknown api":             {"001-x.txt", strings.Replace(valid, "api: transform", "api: verify", 1)},
+		"missing spec":            {"001-x.txt", strings.Replace(valid, "spec: 3.1\n", "", 1)},
+		"spec with section":       {"001-x.txt", strings.Replace(valid, "spec: 3.1", "spec: S3.1", 1)},
+		"spec with two levels":    {"001-x.txt", strings.Replace(valid, "spec: 3.1", "spec: 3.1.2", 1)},
+		"spec repeats":            {"001-x.txt", insert("spec: 3.2")},
+		"missing expect":          {"001-x.txt", strings.Replace(valid, "expect: ok\n", "", 1)},
+		"missing output":          {"001-x.txt", strings.Replace(valid, "canonical-hex: 7b7d\n", "", 1)},
+		"output not hex":          {"001-x.txt", strings.Replace(valid, "7b7d", "7B7D", 1)},
+		"where on ok":             {"001-x.txt", insert("where: none")},
+		"input on transform":      {"001-x.txt", insert("revision: 1")},
+		"carriage return":         {"001-x.txt", strings.Replace(valid, "expect: ok\n", "expect: ok\r\n", 1)},
+		"no space after colon":    {"001-x.txt", strings.Replace(valid, "expect: ok", "expect:ok", 1)},
+		"empty value":             {"001-x.txt", insert("comment: ")},
+		"non-ASCII comment":       {"001-x.txt", insert("comment: caf\u00e9")},
+		"bad file name":           {"1-x.txt", valid},
+		"error without class":     {"001-x.txt", "api: record\nspec: 4.1\nexpect: error\n\n{}"},
+		"unknown class":           {"001-x.txt", "api: record\nspec: 4.1\nexpect: error\nerror: oops\n\n{}"},
+		"output on error":         {"001-x.txt", "api: record\nspec: 4.1\nexpect: error\nerror: integrity\ncanonical-sha256: " + hex.EncodeToString(sum[:]) + "\n\n{}"},
+		"transform sans offset":   {"001-x.txt", "api: transform\nspec: 4.1\nexpect: error\nerror: malformed-json\ndetail: syntax\n\n{"},
+		"detail on integrity":     {"001-x.txt", "api: record\nspec: 4.1\nexpect: error\nerror: integrity\ndetail: syntax\n\n{}"},
+		"bad where":               {"001-x.txt", "api: record\nspec: 4.1\nexpect: error\nerror: integrity\nwhere: chunk=x\n\n{}"},
+		"where repeats part":      {"001-x.txt", "api: record\nspec: 4.1\nexpect: error\nerror: integrity\nwhere: chunk=1 chunk=2\n\n{}"},
+		"build without input":     {"001-x.txt", "api: build\nspec: 4.1\nexpect: error\nerror: integrity\n\n[]"},
+		"receipt output on chunk": {"001-x.txt", "api: chunk\nspec: 6.3\nexpect: error\nerror: integrity\nstatus: staged\n\n{}"},
+		"refusal class unknown":   {"001-x.txt", refusal("class: oops")},
+		"refusal field missing":   {"001-x.txt", strings.Replace(refusal("class: conflict"), "field: -\n", "", 1)},
+		"refusal chunk not index": {"001-x.txt", strings.Replace(refusal("class: conflict"), "chunk-index: -", "chunk-index: x", 1)},
 	}
 	for name, tc := range bad {
 		_, err := parseGolden(tc.file, []byte(tc.text))
@@ -571,6 +619,12 @@ func runTransform(t *testing.T, g *golden) {
 	checkError(t, g, err)
 	_, err = envelope.DecodeChunk(g.payload)
 	checkError(t, g, err)
+	if len(g.payload) <= envelope.MaxAnswerSize {
+		_, err = envelope.DecodeReceipt(g.payload)
+		checkError(t, g, err)
+		_, err = envelope.DecodeRefusal(g.payload)
+		checkError(t, g, err)
+	}
 }
 
 func runRecord(t *testing.T, g *golden) {
@@ -736,6 +790,84 @@ func runSnapshot(t *testing.T, g *golden) {
 	checkSnapshotOutputs(t, g, s)
 	checkSnapshotOutputs(t, g, rawS)
 	checkWire(t, s)
+}
+
+func runReceipt(t *testing.T, g *golden) {
+	r, err := envelope.DecodeReceipt(g.payload)
+	if !g.ok {
+		checkError(t, g, err)
+		checkTransformAgrees(t, g)
+		return
+	}
+	require.NoError(t, err)
+	require.NoError(t, r.Check(), "a decoded receipt passes Check")
+	checkCanonical(t, g, r.Canonical())
+	assert.Equal(t, g.fields["entity-type"], r.EntityType, "entity-type")
+	assert.Equal(t, g.fields["chunk-index"], indexText(r.ChunkIndex), "chunk-index")
+	assert.Equal(t, g.fields["status"], string(r.Status), "status")
+	assert.Equal(t, g.fields["complete"], strconv.FormatBool(r.Complete), "complete")
+	assert.Equal(t, r.EntityType == sourcecatalog.ChunkEntityType, r.ChunkIndex != sourcecatalog.NoIndex,
+		"a chunk index exactly on a chunk's receipt")
+	assert.Equal(t, receiptText(r), string(r.Canonical()), "receipt wire format")
+	out, err := canonical.Transform(g.payload)
+	require.NoError(t, err)
+	assert.Equal(t, string(out), string(r.Canonical()), "the receipt's canonical bytes are the RFC 8785 form of its text")
+	again, err := envelope.DecodeReceipt(r.Canonical())
+	require.NoError(t, err)
+	assert.Equal(t, r, again)
+	assert.True(t, r.Matches(again))
+}
+
+func runRefusal(t *testing.T, g *golden) {
+	f, err := envelope.DecodeRefusal(g.payload)
+	if !g.ok {
+		checkError(t, g, err)
+		checkTransformAgrees(t, g)
+		return
+	}
+	require.NoError(t, err)
+	require.NoError(t, f.Check(), "a decoded refusal passes Check")
+	checkCanonical(t, g, f.Canonical())
+	assert.Equal(t, classNames[g.fields["class"]], f.Class, "class")
+	assert.Equal(t, g.fields["chunk-index"], indexText(f.Chunk), "chunk-index")
+	assert.Equal(t, g.fields["record-index"], indexText(f.Record), "record-index")
+	field := g.fields["field"]
+	if field == "-" {
+		field = ""
+	}
+	assert.Equal(t, field, f.Field, "field")
+	out, err := canonical.Transform(g.payload)
+	require.NoError(t, err)
+	assert.Equal(t, string(out), string(f.Canonical()), "the refusal's canonical bytes are the RFC 8785 form of its text")
+	again, err := envelope.DecodeRefusal(f.Canonical())
+	require.NoError(t, err)
+	assert.Equal(t, f, again)
+
+	// As an error, the refusal has its class and location.
+	e := f.Err()
+	require.ErrorIs(t, e, f.Class)
+	p := sourcecatalog.Problems(e)
+	require.Len(t, p, 1)
+	assert.Equal(t, f.Class, p[0].Class)
+	assert.Equal(t, []int{f.Chunk, f.Record}, []int{p[0].Chunk, p[0].Record}, "chunk and record of Err")
+	assert.Equal(t, f.Field, p[0].Field, "field of Err")
+}
+
+func indexText(i int) string {
+	if i == sourcecatalog.NoIndex {
+		return "-"
+	}
+	return strconv.Itoa(i)
+}
+
+// receiptText writes a receipt the way SPEC.md §9.1 says.
+func receiptText(r envelope.Receipt) string {
+	chunk := ""
+	if r.ChunkIndex != sourcecatalog.NoIndex {
+		chunk = fmt.Sprintf(`"chunk_index":%d,`, r.ChunkIndex)
+	}
+	return fmt.Sprintf(`{%s"complete":%t,"entity_type":"%s","protocol":"%s","revision":%d,"sha256":"%s","snapshot_id":"%s","status":"%s","vessel_id":"%s"}`,
+		chunk, r.Complete, r.EntityType, sourcecatalog.Protocol, r.Revision, r.Digest, r.SnapshotID, r.Status, r.VesselID)
 }
 
 // ---------------------------------------------------------------------------

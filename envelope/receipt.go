@@ -113,8 +113,9 @@ var (
 // order and whitespace, reporting the first problem in the order of
 // SPEC.md §9.2: text over MaxAnswerSize bytes (ErrLimitExceeded),
 // malformed JSON, a value other than an object (ErrInvalidValue), the
-// entity type (missing, not a string, or not a v2 type: ErrUnsupported),
-// unknown and missing members, then each value in canonical name order.
+// entity type (ErrMissingField when absent, ErrInvalidValue when not a
+// string, ErrUnsupported when not a v2 type), unknown and missing members,
+// then each value in canonical name order.
 func DecodeReceipt(raw []byte) (Receipt, error) {
 	v, err := parseAnswer(raw)
 	if err != nil {

@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/yachtmemory/sourcecatalog"
 	"github.com/yachtmemory/sourcecatalog/canonical"
 	"github.com/yachtmemory/sourcecatalog/catalog"
 	"github.com/yachtmemory/sourcecatalog/envelope"
@@ -45,6 +46,8 @@ const (
 	apiManifest  = "manifest"
 	apiChunk     = "chunk"
 	apiSnapshot  = "snapshot"
+	apiReceipt   = "receipt"
+	apiRefusal   = "refusal"
 )
 
 // A vector is one case of a table: its input and what is expected of it.
@@ -61,7 +64,7 @@ type vector struct {
 	offset int      // byte offset of a syntax error, or -1
 	where  []string // expected locations
 
-	want    string // hand-written canonical text (transform, record)
+	want    string // hand-written canonical text (transform, record, records, receipt, refusal)
 	hasWant bool
 
 	// check, when set, is an extra assertion on a valid build or snapshot,
@@ -106,6 +109,7 @@ func Files() (map[string][]byte, error) {
 	groups := []func() ([]vector, error){
 		transformVectors, recordVectors, recordsVectors, buildVectors,
 		manifestVectors, chunkVectors, snapshotVectors, settledVectors,
+		receiptVectors, refusalVectors,
 	}
 	var all []vector
 	for _, g := range groups {
@@ -258,8 +262,48 @@ func outputs(v vector) ([]field, error) {
 			}
 		}
 		return snapshotFields(s), nil
+	case apiReceipt:
+		r, err := envelope.DecodeReceipt(v.payload)
+		if err != nil {
+			return nil, fmt.Errorf("the library rejects a valid vector: %w", err)
+		}
+		if v.hasWant && string(r.Canonical()) != v.want {
+			return nil, fmt.Errorf("the library disagrees:\n got %q\nwant %q", r.Canonical(), v.want)
+		}
+		return append(canonicalFields(r.Canonical()),
+			field{"entity-type", r.EntityType},
+			field{"chunk-index", index(r.ChunkIndex)},
+			field{"status", string(r.Status)},
+			field{"complete", strconv.FormatBool(r.Complete)},
+		), nil
+	case apiRefusal:
+		f, err := envelope.DecodeRefusal(v.payload)
+		if err != nil {
+			return nil, fmt.Errorf("the library rejects a valid vector: %w", err)
+		}
+		if v.hasWant && string(f.Canonical()) != v.want {
+			return nil, fmt.Errorf("the library disagrees:\n got %q\nwant %q", f.Canonical(), v.want)
+		}
+		fieldName := f.Field
+		if fieldName == "" {
+			fieldName = "-"
+		}
+		return append(canonicalFields(f.Canonical()),
+			field{"class", strings.ReplaceAll(sourcecatalog.WireName(f.Class), "_", "-")},
+			field{"chunk-index", index(f.Chunk)},
+			field{"record-index", index(f.Record)},
+			field{"field", fieldName},
+		), nil
 	}
 	return nil, fmt.Errorf("unknown api %q", v.api)
+}
+
+// index writes a chunk or record index, or "-" when it is absent.
+func index(i int) string {
+	if i == sourcecatalog.NoIndex {
+		return "-"
+	}
+	return strconv.Itoa(i)
 }
 
 func canonicalFields(b []byte) []field {
