@@ -25,7 +25,7 @@
 //     finalize/memstore is the in-memory reference store and
 //     finalize/finalizetest the conformance suite every Store must pass.
 //   - mysqlstore: the MySQL/MariaDB (InnoDB) stores and the _v2 schema.
-//   - cmd/sourcecatalog: the command-line tool.
+//   - cmd/sourcecatalog: the command-line tool, a module of its own.
 //
 // # Errors
 //

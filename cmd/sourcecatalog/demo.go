@@ -16,45 +16,63 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/yachtmemory/sourcecatalog/internal/demo"
 	"github.com/yachtmemory/sourcecatalog/mysqlstore"
+	"github.com/yachtmemory/sourcecatalog/sqlitestore"
 )
 
 var demoCommand = &command{
 	name:     "demo",
-	synopsis: "[--seed N] [--mysql DSN]",
+	synopsis: "[--seed N] [--sqlite FILE] [--mysql DSN]",
 	summary:  "run the protocol end to end over a lossy link and check the result",
 	help: `Demo runs the library's main job end to end, with no setup. On board, two
-discovery cycles of the example boat are committed to an in-memory outbox,
-each in one transaction with the next revision: the boat as it is, then
-15 minutes later with the autopilot's firmware updated (a source record
-that changes) and the anchor light circuit no longer selected (its path,
-observation and only source leave the selection). A publisher sends the
-outbox entries over a simulated link that loses requests, loses receipts
-after the receiver staged the message, duplicates and reorders messages,
-and retries until every entry is acknowledged. On shore a receiver stages
-every message, answers identical retries already_received, and finalizes
-and activates each snapshot. The cycles run one after the other.
+discovery cycles of the example boat are committed to the outbox (in
+memory unless --sqlite), each in one transaction with the next revision:
+the boat as it is, then 15 minutes later with the autopilot's firmware
+updated (a source record that changes) and the anchor light circuit no
+longer selected (its path, observation and only source leave the
+selection). A publisher sends the outbox entries over a simulated link
+that loses requests, loses receipts after the receiver staged the message,
+duplicates and reorders messages, and retries until every entry is
+acknowledged. On shore a receiver stages every message, answers identical
+retries already_received, and finalizes and activates each snapshot. The
+cycles run one after the other.
 
 Demo prints a line per step and a report: what the link did, the
 receiver's answers, each snapshot's outcomes, the active revision and the
 inventory difference between the two activations. It then checks the
-final state: revision 2 active with cycle 2's snapshot, the inventory
-exactly as the two cycles imply (what left is kept, not currently
-observed, with first and last seen at revision 1), and every outbox entry
-delivered. The exit status is 0 when it is right and 1 otherwise. The same
-seed prints the same output.
+final state: the second cycle's revision active with its snapshot, the
+inventory exactly as the earlier one updated by the two cycles implies
+(what left is kept, not currently observed, with its first and last
+sighting), every outbox entry delivered and none pending. The exit status
+is 0 when it is right and 1 otherwise. The same seed on the same stores
+prints the same output.
+
+Stores that outlive the run carry on. A run first resumes what earlier
+runs left: it publishes the entries still pending in the outbox (those
+of a run that was killed) and reconciles the receiver, which finalizes a
+snapshot left complete but not finalized; its cycles then take the next
+two revisions (3 and 4 on a second run), and the inventory keeps its
+history (first seen at revision 1). The receiver keeps the newest 8
+finalized snapshots staged.
 
 Flags (each at most once):
-  --seed N     seeds the snapshot ids and the link's losses: digits,
-               0 to 18446744073709551615 (default 1)
-  --mysql DSN  keeps the receiver's state in MariaDB or MySQL instead of
-               memory. DSN is a github.com/go-sql-driver/mysql DSN such as
-               'user:password@tcp(127.0.0.1:3306)/'. Without a database
-               name, demo creates a throwaway schema
-               sourcecatalog_demo_<random> (the account needs CREATE and
-               DROP) and drops it at the end. With one, the _v2 tables are
-               created in that schema if missing and kept; the schema must
-               hold no state for the example vessel yet, and
-               yachtmemory_telemetry is refused.
+  --seed N       seeds the snapshot ids and the link's losses: digits,
+                 0 to 18446744073709551615 (default 1)
+  --sqlite FILE  keeps the outbox and the receiver's state in the SQLite
+                 database FILE (created when absent), which demo holds
+                 exclusively while it runs: another process that has it
+                 open is an error. Run demo again on FILE to continue.
+  --mysql DSN    keeps the receiver's state in MariaDB or MySQL; with
+                 --sqlite too, the outbox stays in FILE (the boat) and the
+                 receiver is in MariaDB (the shore). DSN is a
+                 github.com/go-sql-driver/mysql DSN such as
+                 'user:password@tcp(127.0.0.1:3306)/'. Without a database
+                 name, demo creates a throwaway schema
+                 sourcecatalog_demo_<random> (the account needs CREATE and
+                 DROP) and drops it at the end. With one, the _v2 tables are
+                 created in that schema if missing and kept; the schema may
+                 hold state for the example vessel only from earlier runs
+                 on the same outbox (so only with --sqlite), and
+                 yachtmemory_telemetry is refused.
 `,
 	run: runDemo,
 }
@@ -63,9 +81,11 @@ func runDemo(e *env, c *command, args []string) (status int) {
 	var (
 		seed = seedFlag{n: 1}
 		dsn  stringFlag // parse never echoes a value, so the password stays unprinted
+		file stringFlag
 	)
 	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
 	fs.Var(&seed, "seed", "")
+	fs.Var(&file, "sqlite", "")
 	fs.Var(&dsn, "mysql", "")
 	operands, status, ok := c.parse(e, fs, args)
 	if !ok {
@@ -84,7 +104,24 @@ func runDemo(e *env, c *command, args []string) (status int) {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	cfg := demo.Config{Seed: seed.n}
+	cfg := demo.Config{Seed: seed.n, AfterStep: e.afterStep}
+	if file.set {
+		s, err := sqlitestore.Open(ctx, file.s, sqlitestore.WithExclusiveLock())
+		if errors.Is(err, sqlitestore.ErrLocked) {
+			return c.failf(e, "another process has %s open", file.s)
+		}
+		if err != nil {
+			return c.failf(e, "%v", err)
+		}
+		defer func() {
+			if err := s.Close(); err != nil {
+				status = c.failf(e, "%v", err)
+			}
+		}()
+		name := "sqlitestore " + file.s
+		cfg.OutboxStore, cfg.OutboxName = s.Outbox(), name
+		cfg.ReceiverStore, cfg.StoreName = s, name
+	}
 	if dbCfg != nil {
 		m, err := openDemoDB(ctx, dbCfg)
 		if err != nil {

@@ -57,6 +57,9 @@ func TestDemoUsage(t *testing.T) {
 		{[]string{"demo", "--seed", "18446744073709551616"}, "must be digits"},
 		{[]string{"demo", "--seed", "1", "--seed", "2"}, "given more than once"},
 		{[]string{"demo", "extra"}, `unexpected argument "extra": demo takes no arguments`},
+		{[]string{"demo", "--sqlite"}, "--sqlite needs a value"},
+		{[]string{"demo", "--sqlite", ""}, "--sqlite must not be empty"},
+		{[]string{"demo", "--sqlite", "a.db", "--sqlite", "b.db"}, "--sqlite given more than once"},
 		{[]string{"demo", "--mysql"}, "--mysql needs a value"},
 		{[]string{"demo", "--mysql", ""}, "--mysql must not be empty"},
 		{[]string{"demo", "--mysql", "u:secret@tcp(h)/", "--mysql", "u:secret@tcp(h)/"}, "--mysql given more than once"},
@@ -67,13 +70,14 @@ func TestDemoUsage(t *testing.T) {
 			assert.Equal(t, exitUsage, r.code)
 			assert.Empty(t, r.stdout)
 			assert.Contains(t, r.stderr, tc.stderr)
-			assert.Contains(t, r.stderr, "Usage: sourcecatalog demo [--seed N] [--mysql DSN]")
+			assert.Contains(t, r.stderr, "Usage: sourcecatalog demo [--seed N] [--sqlite FILE] [--mysql DSN]")
 			assert.NotContains(t, r.stderr, "secret", "a DSN's password is never echoed")
 		})
 	}
 	r := cli(t, "", "demo", "-h")
 	assert.Equal(t, exitOK, r.code)
 	assert.Contains(t, r.stdout, "--mysql DSN")
+	assert.Contains(t, r.stdout, "--sqlite FILE")
 }
 
 // An unreachable server is a failure (exit 1), reported without the DSN.

@@ -8,7 +8,7 @@
 //	sourcecatalog build --vessel UUID --revision N --discovered-at TIME [--snapshot UUID] --out DIR [RECORDS_FILE]
 //	sourcecatalog verify HEADER_FILE CHUNKS_FILE
 //	sourcecatalog inspect HEADER_FILE CHUNKS_FILE
-//	sourcecatalog demo [--seed N] [--mysql DSN]
+//	sourcecatalog demo [--seed N] [--sqlite FILE] [--mysql DSN]
 //	sourcecatalog help [COMMAND]
 //
 // canon writes the RFC 8785 canonical bytes of a JSON text, with no
@@ -19,9 +19,11 @@
 // checks that a header and a chunks file — chunks in any order, with any
 // whitespace and member order — form one complete, valid snapshot; inspect
 // summarises one. demo commits two discovery cycles of the example boat to
-// an in-memory outbox, publishes them over a simulated lossy link to a
-// receiver (in memory, or on MariaDB with --mysql), finalizes them and
-// checks the final state.
+// an outbox (in memory, or in an SQLite file with --sqlite), publishes them
+// over a simulated lossy link to a receiver (in memory, in the same SQLite
+// file, or on MariaDB with --mysql), finalizes them and checks the final
+// state; on an SQLite file a second run resumes what the first left and
+// continues at the next revisions.
 //
 // Every problem found is reported on standard error, one per line, with its
 // location. The exit status is 0 on success, 1 when the input is invalid, a
@@ -38,6 +40,7 @@ import (
 
 	"github.com/yachtmemory/sourcecatalog"
 	"github.com/yachtmemory/sourcecatalog/catalog"
+	"github.com/yachtmemory/sourcecatalog/internal/demo"
 	"github.com/yachtmemory/sourcecatalog/internal/files"
 )
 
@@ -68,6 +71,10 @@ const (
 type env struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
+
+	// afterStep is demo's crash-test hook (demo.Config.AfterStep); nil
+	// except in the tests' child processes.
+	afterStep func(demo.Step) error
 }
 
 // A command is one subcommand. run gets the arguments after the command

@@ -9,12 +9,14 @@ import (
 	"github.com/yachtmemory/sourcecatalog/examples"
 )
 
-// The two discovery cycles of the demo run on the example boat, 15 minutes
-// apart. Everything is synthetic.
-var (
-	firstScan  = examples.DiscoveredAt
-	secondScan = examples.DiscoveredAt.Add(15 * time.Minute)
-)
+// The discovery cycles of the demo run on the example boat, 15 minutes
+// apart: revision n is discovered at scanTime(n), so a run on stores that
+// earlier runs left carries on in time too. Everything is synthetic.
+//
+// scanTime is when the cycle of revision n was discovered.
+func scanTime(n int64) time.Time {
+	return examples.DiscoveredAt.Add(time.Duration(n-1) * 15 * time.Minute)
+}
 
 // What changes between the two scans.
 const (

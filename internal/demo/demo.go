@@ -3,16 +3,24 @@
 // lossy link to a shore receiver, finalized and activated; then the final
 // state is checked against what the two cycles must have produced.
 //
-// Everything is deterministic for a seed: the snapshot ids come from a
-// seeded random reader and the link's losses from a seeded generator, so
-// the same seed prints the same bytes.
+// Stores that outlive a run (a file, a database) carry on: a run first
+// resumes what an earlier one left — it publishes the entries still pending
+// and reconciles the receiver — and its cycles then take the next two
+// revisions.
+//
+// Everything is deterministic for a seed and the stores' state: the
+// snapshot ids come from a random reader seeded with the seed and the
+// first revision of the run, and the link's losses from a seeded
+// generator, so the same seed on the same state prints the same bytes.
 package demo
 
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"time"
@@ -27,13 +35,22 @@ import (
 )
 
 // Config configures Run. The zero Config is seed 0 on the default link
-// with an in-memory receiver.
+// with an in-memory outbox and receiver.
 type Config struct {
 	Seed uint64
 
+	// OutboxStore is the on-board outbox; nil means a new
+	// outbox.MemStore. What it holds for the demo vessel
+	// (examples.VesselID) from earlier runs is resumed.
+	OutboxStore outbox.Store
+	// OutboxName names the outbox store in the output; "" means
+	// "memstore" for a nil OutboxStore and its Go type otherwise.
+	OutboxName string
+
 	// ReceiverStore is the shore side's store; nil means a new
-	// finalize/memstore. It must hold nothing for the demo vessel
-	// (examples.VesselID).
+	// finalize/memstore. It may hold state for the demo vessel only up to
+	// the outbox's last revision: what earlier runs on the same outbox
+	// delivered.
 	ReceiverStore finalize.Store
 	// StoreName names the receiver store in the output; "" means
 	// "memstore" for a nil ReceiverStore and its Go type otherwise.
@@ -43,9 +60,41 @@ type Config struct {
 	// Link is a perfect one.
 	Link *Link
 
-	// MaxPasses bounds the publish passes of each cycle (0 means 32).
-	// Running out of passes is an error.
+	// MaxPasses bounds the publish passes of each cycle, and of the
+	// resumption (0 means 32). Running out of passes is an error.
 	MaxPasses int
+
+	// AfterStep, when set, is called at each Step of the run. A non-nil
+	// error stops Run there, returning that error, as if the process had
+	// died: crash tests use it, or block in it and kill the process.
+	AfterStep func(Step) error
+}
+
+// A Step is a point of a run where AfterStep is called.
+type Step struct {
+	Cycle int    // 1 or 2
+	What  string // StepCommitted, StepPublished or StepActivated
+	Pass  int    // the publish pass, for StepPublished
+}
+
+// The steps of a cycle.
+const (
+	// StepCommitted: the cycle is committed to the outbox; nothing of it
+	// was sent yet.
+	StepCommitted = "committed"
+	// StepPublished: a publish pass ended; the snapshot is not finalized
+	// after it yet.
+	StepPublished = "published"
+	// StepActivated: the receiver activated the cycle's snapshot and
+	// every entry was acknowledged.
+	StepActivated = "activated"
+)
+
+func (s Step) String() string {
+	if s.What == StepPublished {
+		return fmt.Sprintf("cycle %d pass %d %s", s.Cycle, s.Pass, s.What)
+	}
+	return fmt.Sprintf("cycle %d %s", s.Cycle, s.What)
 }
 
 // Report is what Run did and found.
@@ -54,7 +103,20 @@ type Report struct {
 	VesselID uuid.UUID
 	Link     Link      // the link's parameters
 	Stats    LinkStats // what the link did, and the receiver's answers
-	Cycles   []CycleReport
+
+	// LastRevision is the outbox's last revision before this run's
+	// cycles: 0 for a new outbox. The cycles take the next two.
+	LastRevision int64
+	// Resumed counts the entries that earlier runs left pending, which
+	// this run published first; Reconciled is what the Reconcile after
+	// them finalized.
+	Resumed    int
+	Reconciled []finalize.Outcome
+	// Earlier is the inventory that earlier runs left active, before
+	// this run's cycles (empty for a new receiver store).
+	Earlier []finalize.InventoryItem
+
+	Cycles []CycleReport
 
 	// ActiveSnapshot and ActiveRevision name the vessel's active snapshot
 	// at the end.
@@ -68,8 +130,9 @@ type Report struct {
 	Changes []Change
 
 	// Entries and Delivered count the outbox entries of both cycles and
-	// those in state delivered at the end.
-	Entries, Delivered int
+	// those in state delivered at the end; Pending counts the outbox's
+	// entries still pending at the end, of any run.
+	Entries, Delivered, Pending int
 }
 
 // CycleReport is one discovery cycle.
@@ -121,17 +184,30 @@ func Run(ctx context.Context, cfg Config, w io.Writer) (Report, error) {
 	if storeName == "" {
 		storeName = fmt.Sprintf("%T", store)
 	}
+	box, boxName := cfg.OutboxStore, cfg.OutboxName
+	if box == nil {
+		box = outbox.NewMemStore()
+		if boxName == "" {
+			boxName = "memstore"
+		}
+	}
+	if boxName == "" {
+		boxName = fmt.Sprintf("%T", box)
+	}
 
 	d := &run{
 		ctx:    ctx,
 		out:    &printer{w: w},
 		vessel: examples.VesselID,
-		ids:    idReader(cfg.Seed),
+		seed:   cfg.Seed,
 		report: Report{Seed: cfg.Seed, VesselID: examples.VesselID, Link: link},
 		max:    maxPasses,
+		after:  cfg.AfterStep,
 	}
-	d.receiver = finalize.NewReceiver(store)
-	d.outbox = outbox.NewMemStore()
+	// A store that outlives runs would stop the vessel after 32 finalized
+	// snapshots (finalize.DefaultLimits): keep the newest few.
+	d.receiver = finalize.NewReceiver(store, finalize.WithRetention(keepFinalized))
+	d.outbox = box
 	d.writer = outbox.NewWriter(d.outbox)
 	d.link = &lossyLink{
 		cfg:    link,
@@ -141,7 +217,7 @@ func Run(ctx context.Context, cfg Config, w io.Writer) (Report, error) {
 	}
 	d.publisher = outbox.NewPublisher(d.outbox, d.vessel, d.link, outbox.WithReceiverV2(true))
 
-	d.out.printf("sourcecatalog demo: seed %d, vessel %s, receiver store %s\n", cfg.Seed, d.vessel, storeName)
+	d.out.printf("sourcecatalog demo: seed %d, vessel %s, outbox %s, receiver store %s\n", cfg.Seed, d.vessel, boxName, storeName)
 	d.out.printf("link: %s\n", link)
 	err := d.run(store)
 	d.report.Stats, _ = d.link.snapshot()
@@ -151,15 +227,21 @@ func Run(ctx context.Context, cfg Config, w io.Writer) (Report, error) {
 	return d.report, err
 }
 
+// keepFinalized is the receiver's retention: the newest finalized
+// snapshots it keeps staged. A run needs its own two.
+const keepFinalized = 8
+
 // run holds the state of one Run.
 type run struct {
 	ctx       context.Context
 	out       *printer
 	vessel    uuid.UUID
+	seed      uint64
 	ids       io.Reader
 	max       int
+	after     func(Step) error
 	receiver  *finalize.Receiver
-	outbox    *outbox.MemStore
+	outbox    outbox.Store
 	writer    *outbox.Writer
 	publisher *outbox.Publisher
 	link      *lossyLink
@@ -167,16 +249,22 @@ type run struct {
 }
 
 func (d *run) run(store finalize.Store) error {
-	if err := d.checkEmpty(store); err != nil {
+	if err := d.resume(store); err != nil {
 		return err
 	}
+	earlier, err := d.receiver.Active(d.ctx, d.vessel)
+	if err != nil {
+		return err
+	}
+	d.report.Earlier = earlier.Items
+	d.ids = idReader(d.seed, d.report.LastRevision+1)
 	first, second, story, err := scans()
 	if err != nil {
 		return err
 	}
 
 	d.out.printf("cycle 1: the example boat (%s)\n", describe(first))
-	if err := d.cycle(first, firstScan); err != nil {
+	if err := d.cycle(first); err != nil {
 		return err
 	}
 	before, err := d.receiver.Active(d.ctx, d.vessel)
@@ -184,7 +272,7 @@ func (d *run) run(store finalize.Store) error {
 		return err
 	}
 	c1 := d.report.Cycles[0]
-	if err := checkActive(before, c1, []activation{{first, finalize.Seen{Revision: c1.Revision, At: c1.DiscoveredAt}}}); err != nil {
+	if err := checkActive(before, c1, earlier.Items, []activation{{first, finalize.Seen{Revision: c1.Revision, At: c1.DiscoveredAt}}}); err != nil {
 		return fmt.Errorf("demo: after cycle 1: %w", err)
 	}
 
@@ -192,7 +280,7 @@ func (d *run) run(store finalize.Store) error {
 	for _, line := range story {
 		d.out.printf("  %s\n", line)
 	}
-	if err := d.cycle(second, secondScan); err != nil {
+	if err := d.cycle(second); err != nil {
 		return err
 	}
 
@@ -209,15 +297,8 @@ func (d *run) run(store finalize.Store) error {
 		d.out.printf("late: %s held back by the link arrived after publishing ended: %d staged, %d already_received\n",
 			plural(n, "request"), now.Staged-was.Staged, now.AlreadyReceived-was.AlreadyReceived)
 	}
-	outs, err := d.receiver.Reconcile(d.ctx, d.vessel)
-	if err != nil {
-		return fmt.Errorf("demo: reconcile: %w", err)
-	}
-	if len(outs) == 0 {
-		d.out.printf("reconcile: nothing complete left staging\n")
-	}
-	for _, o := range outs {
-		d.out.printf("reconcile: snapshot %s revision %d: %s\n", o.SnapshotID, o.Revision, outcome(o))
+	if _, err := d.reconcile("reconcile"); err != nil {
+		return err
 	}
 	for i := range d.report.Cycles {
 		c := &d.report.Cycles[i]
@@ -252,19 +333,125 @@ func (d *run) run(store finalize.Store) error {
 		d.out.printf("FAILED: %v\n", err)
 		return err
 	}
-	d.out.printf("verified: active revision 2 is cycle 2's snapshot; %s as expected; %d of %d outbox entries delivered\n",
-		plural(len(after.Items), "inventory item"), d.report.Delivered, d.report.Entries)
+	d.out.printf("verified: active revision %d is cycle 2's snapshot; %s as expected; %d of %d outbox entries delivered\n",
+		after.Revision, plural(len(after.Items), "inventory item"), d.report.Delivered, d.report.Entries)
 	return nil
+}
+
+// resume finishes what earlier runs on the same stores left: it publishes
+// the outbox's pending entries until none is left, then reconciles the
+// receiver, so that a run killed midway ends as if it had finished its
+// publishing. It prints nothing for a new outbox.
+func (d *run) resume(store finalize.Store) error {
+	last, err := d.lastRevision()
+	if err != nil {
+		return fmt.Errorf("demo: outbox: %w", err)
+	}
+	d.report.LastRevision = last
+	if err := d.checkHistory(store, last); err != nil {
+		return err
+	}
+	if last == 0 {
+		return nil
+	}
+	var pending []outbox.Entry
+	err = d.outbox.WithVessel(d.ctx, d.vessel, func(tx outbox.Tx) error {
+		pending, err = tx.Pending(d.ctx, math.MaxInt)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("demo: outbox: %w", err)
+	}
+	d.report.Resumed = len(pending)
+	d.out.printf("resume: the outbox is at revision %d from earlier runs, %s still pending\n", last, plural(len(pending), "entry"))
+	for pass := 1; len(pending) > 0; pass++ {
+		if pass > d.max {
+			return fmt.Errorf("demo: resume: still not delivered after %d publish passes", d.max)
+		}
+		was, _ := d.link.snapshot()
+		p, err := d.publisher.Publish(d.ctx)
+		if err != nil {
+			return fmt.Errorf("demo: resume: publish: %w", err)
+		}
+		now, _ := d.link.snapshot()
+		d.out.printf("  pass %d: sent %d, acknowledged %d (%s)\n", pass, p.Sent, p.Delivered, activity(was, now))
+		if p.Remaining == 0 {
+			break
+		}
+	}
+	outs, err := d.reconcile("  reconcile")
+	d.report.Reconciled = outs
+	if err != nil {
+		return err
+	}
+	active, err := d.receiver.Active(d.ctx, d.vessel)
+	if err != nil {
+		return err
+	}
+	if active.SnapshotID == uuid.Nil {
+		d.out.printf("  active: nothing yet\n")
+	} else {
+		d.out.printf("  active: revision %d, snapshot %s, %s\n", active.Revision, active.SnapshotID, plural(len(active.Items), "inventory item"))
+	}
+	return nil
+}
+
+// reconcile runs Reconcile on the vessel and prints its outcomes, each line
+// prefixed with label.
+func (d *run) reconcile(label string) ([]finalize.Outcome, error) {
+	outs, err := d.receiver.Reconcile(d.ctx, d.vessel)
+	if err != nil {
+		return outs, fmt.Errorf("demo: reconcile: %w", err)
+	}
+	if len(outs) == 0 {
+		d.out.printf("%s: nothing complete left staging\n", label)
+	}
+	for _, o := range outs {
+		d.out.printf("%s: snapshot %s revision %d: %s\n", label, o.SnapshotID, o.Revision, outcome(o))
+	}
+	return outs, nil
+}
+
+// errPeek rolls back lastRevision's transaction.
+var errPeek = errors.New("demo: peek at the revision counter (rolled back)")
+
+// lastRevision is the last revision the outbox allocated for the vessel,
+// 0 for none: it allocates the next one in a transaction it rolls back.
+func (d *run) lastRevision() (int64, error) {
+	var next int64
+	err := d.outbox.WithVessel(d.ctx, d.vessel, func(tx outbox.Tx) error {
+		var err error
+		if next, err = tx.NextRevision(d.ctx); err != nil {
+			return err
+		}
+		return errPeek
+	})
+	if !errors.Is(err, errPeek) {
+		if err == nil {
+			err = errors.New("the revision peek committed")
+		}
+		return 0, err
+	}
+	return next - 1, nil
+}
+
+// step calls the AfterStep hook.
+func (d *run) step(s Step) error {
+	if d.after == nil {
+		return nil
+	}
+	return d.after(s)
 }
 
 // cycle commits one discovery cycle to the outbox and publishes it until
 // nothing is pending and the receiver has activated it.
-func (d *run) cycle(records []*catalog.Record, at time.Time) error {
+func (d *run) cycle(records []*catalog.Record) error {
 	n := len(d.report.Cycles) + 1
 	id, err := uuid.NewRandomFromReader(d.ids)
 	if err != nil {
 		return err
 	}
+	at := scanTime(d.report.LastRevision + int64(n))
 	commit, err := d.writer.Commit(d.ctx, outbox.Cycle{
 		VesselID: d.vessel, SnapshotID: id, DiscoveredAt: at, Records: records,
 	})
@@ -278,6 +465,9 @@ func (d *run) cycle(records []*catalog.Record, at time.Time) error {
 	d.out.printf("  commit: revision %d, snapshot %s, %d records in %s, %s in one transaction\n",
 		c.Revision, id, c.Records, plural(c.Chunks, "chunk"), plural(c.Entries, "outbox entry"))
 	defer func() { d.report.Cycles = append(d.report.Cycles, c) }()
+	if err := d.step(Step{Cycle: n, What: StepCommitted}); err != nil {
+		return err
+	}
 
 	for pass := 1; ; pass++ {
 		if pass > d.max {
@@ -292,6 +482,9 @@ func (d *run) cycle(records []*catalog.Record, at time.Time) error {
 		if err != nil {
 			return fmt.Errorf("demo: cycle %d: %w", n, err)
 		}
+		if err := d.step(Step{Cycle: n, What: StepPublished, Pass: pass}); err != nil {
+			return err
+		}
 		out, err := d.receiver.Finalize(d.ctx, d.vessel, id)
 		if err != nil {
 			return fmt.Errorf("demo: cycle %d: finalize: %w", n, err)
@@ -303,7 +496,7 @@ func (d *run) cycle(records []*catalog.Record, at time.Time) error {
 		done := out.Status == finalize.Activated || out.Status == finalize.AlreadyActive
 		switch {
 		case p.Remaining == 0 && done:
-			return nil
+			return d.step(Step{Cycle: n, What: StepActivated})
 		case p.Remaining == 0 && out.Status == finalize.StatusStaging:
 			return fmt.Errorf("demo: cycle %d: every outbox entry was acknowledged, yet the snapshot is %s", n, outcome(out))
 		case !done && out.Status != finalize.StatusStaging:
@@ -312,9 +505,10 @@ func (d *run) cycle(records []*catalog.Record, at time.Time) error {
 	}
 }
 
-// checkEmpty refuses a receiver store that already holds state for the demo
-// vessel: the demo's expectations start from nothing.
-func (d *run) checkEmpty(store finalize.Store) error {
+// checkHistory refuses a receiver store that holds state for the demo
+// vessel beyond the outbox's last revision: that state came from another
+// outbox, and the demo's revisions would collide with it.
+func (d *run) checkHistory(store finalize.Store, last int64) error {
 	return store.WithVessel(d.ctx, d.vessel, func(tx finalize.Tx) error {
 		v, err := tx.Vessel(d.ctx)
 		if err != nil {
@@ -324,17 +518,26 @@ func (d *run) checkEmpty(store finalize.Store) error {
 		if err != nil {
 			return err
 		}
-		if v.ActiveSnapshot != uuid.Nil || len(snaps) > 0 {
-			return fmt.Errorf("demo: the receiver store already holds state for the demo vessel %s; use a fresh store", d.vessel)
+		newest := v.ActiveRevision
+		for _, s := range snaps {
+			newest = max(newest, s.Revision)
+		}
+		if newest > last {
+			return fmt.Errorf("demo: the receiver store already holds state for the demo vessel %s up to revision %d, but the outbox is at revision %d; use a fresh store, or the outbox that wrote it", d.vessel, newest, last)
 		}
 		return nil
 	})
 }
 
 // countEntries counts the outbox entries of both cycles and the delivered
-// ones.
+// ones, and the entries of any run still pending.
 func (d *run) countEntries() error {
 	return d.outbox.WithVessel(d.ctx, d.vessel, func(tx outbox.Tx) error {
+		pending, err := tx.Pending(d.ctx, math.MaxInt)
+		if err != nil {
+			return err
+		}
+		d.report.Pending = len(pending)
 		d.report.Entries, d.report.Delivered = 0, 0
 		for _, c := range d.report.Cycles {
 			entries, err := tx.Entries(d.ctx, c.SnapshotID)
@@ -352,10 +555,13 @@ func (d *run) countEntries() error {
 	})
 }
 
-// idReader is the seeded source of the snapshot ids.
-func idReader(seed uint64) io.Reader {
+// idReader is the seeded source of the snapshot ids of a run whose first
+// cycle takes revision first: a run on new stores (first 1) and one on
+// stores that earlier runs left draw other ids.
+func idReader(seed uint64, first int64) io.Reader {
 	var key [32]byte
 	copy(key[:], "sourcecatalog demo snapshot ids")
+	binary.LittleEndian.PutUint64(key[16:], binary.LittleEndian.Uint64(key[16:])^uint64(first-1))
 	binary.LittleEndian.PutUint64(key[24:], seed)
 	return rand.NewChaCha8(key)
 }

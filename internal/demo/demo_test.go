@@ -14,6 +14,7 @@ import (
 	"github.com/yachtmemory/sourcecatalog/examples"
 	"github.com/yachtmemory/sourcecatalog/finalize"
 	"github.com/yachtmemory/sourcecatalog/finalize/memstore"
+	"github.com/yachtmemory/sourcecatalog/outbox"
 )
 
 func runDemo(t *testing.T, cfg Config) (Report, string) {
@@ -68,10 +69,10 @@ func checkFinal(t *testing.T, r Report) {
 		rec, current := inCycle2[key(it)]
 		assert.Equal(t, current, it.CurrentlyObserved, identity(it))
 		assert.Equal(t, int64(1), it.FirstSeen.Revision, identity(it))
-		assert.True(t, it.FirstSeen.At.Equal(firstScan), identity(it))
+		assert.True(t, it.FirstSeen.At.Equal(scanTime(1)), identity(it))
 		if current {
 			assert.Equal(t, int64(2), it.LastSeen.Revision, identity(it))
-			assert.True(t, it.LastSeen.At.Equal(secondScan), identity(it))
+			assert.True(t, it.LastSeen.At.Equal(scanTime(2)), identity(it))
 			assert.Equal(t, rec, it.Record, identity(it))
 		} else {
 			assert.Equal(t, int64(1), it.LastSeen.Revision, identity(it))
@@ -180,7 +181,7 @@ func TestRunIsDeterministic(t *testing.T) {
 func TestRunOutput(t *testing.T) {
 	_, out := runDemo(t, Config{Seed: 7})
 	for _, want := range []string{
-		"sourcecatalog demo: seed 7, vessel " + examples.VesselID.String() + ", receiver store memstore\n",
+		"sourcecatalog demo: seed 7, vessel " + examples.VesselID.String() + ", outbox memstore, receiver store memstore\n",
 		"cycle 1: the example boat (57 paths from 15 sources)\n",
 		"  commit: revision 1, snapshot ",
 		"cycle 2: 56 paths from 14 sources, 15 minutes later\n",
@@ -299,4 +300,141 @@ func TestDifference(t *testing.T) {
 func TestOutcomes(t *testing.T) {
 	assert.Equal(t, "staging ×2 → activated → already_active",
 		outcomes([]finalize.OutcomeStatus{"staging", "staging", "activated", "already_active"}))
+}
+
+// checkContinued checks a successful run on stores that earlier runs,
+// begun on new stores, left: the cycles take the two revisions after the
+// outbox's last, the second is active, and every item keeps its first
+// sighting at revision 1 (cycle 1 is the example boat, which selects every
+// item any cycle selects).
+func checkContinued(t *testing.T, r Report, last int64) {
+	t.Helper()
+	require.Len(t, r.Cycles, 2)
+	c1, c2 := r.Cycles[0], r.Cycles[1]
+	assert.Equal(t, last, r.LastRevision)
+	assert.Equal(t, last+1, c1.Revision)
+	assert.Equal(t, last+2, c2.Revision)
+	assert.Equal(t, c2.Revision, r.ActiveRevision)
+	assert.Equal(t, c2.SnapshotID, r.ActiveSnapshot)
+	assert.Equal(t, finalize.Superseded, c1.Final)
+	assert.Equal(t, finalize.AlreadyActive, c2.Final)
+	assert.Equal(t, c1.Entries+c2.Entries, r.Delivered)
+	assert.Zero(t, r.Pending)
+	first, second, _, err := scans()
+	require.NoError(t, err)
+	require.Len(t, r.Inventory, len(first))
+	assert.Equal(t, len(second), r.Current)
+	for _, it := range r.Inventory {
+		assert.Equal(t, int64(1), it.FirstSeen.Revision, identity(it))
+		assert.True(t, it.FirstSeen.At.Equal(scanTime(1)), identity(it))
+		want := c2.Revision
+		if !it.CurrentlyObserved {
+			want = c1.Revision
+		}
+		assert.Equal(t, want, it.LastSeen.Revision, identity(it))
+		assert.True(t, it.LastSeen.At.Equal(scanTime(want)), identity(it))
+	}
+}
+
+func TestRunContinuesOnItsStores(t *testing.T) {
+	box, store := outbox.NewMemStore(), memstore.New()
+	cfg := Config{Seed: 1, OutboxStore: box, ReceiverStore: store}
+	r1, _ := runDemo(t, cfg)
+	checkFinal(t, r1)
+	// 20 runs make 40 snapshots, beyond the 32 finalized ones a receiver
+	// keeps by default: the demo's retention keeps it going.
+	for run, last := 2, int64(2); run <= 20; run, last = run+1, last+2 {
+		r, out := runDemo(t, cfg)
+		checkContinued(t, r, last)
+		assert.Len(t, r.Earlier, len(r1.Inventory), "run %d starts from what the earlier runs left", run)
+		assert.NotEqual(t, r1.Cycles[0].SnapshotID, r.Cycles[0].SnapshotID, "run %d draws new snapshot ids", run)
+		assert.Contains(t, out, fmt.Sprintf("resume: the outbox is at revision %d from earlier runs, 0 entries still pending\n", last))
+		assert.Contains(t, out, "  reconcile: nothing complete left staging\n")
+		assert.Contains(t, out, fmt.Sprintf("  commit: revision %d, ", last+1))
+		assert.Contains(t, out, fmt.Sprintf("  changes from revision %d to revision %d:\n", last+1, last+2))
+		assert.Contains(t, out, fmt.Sprintf("    left     path        %s; not currently observed, first seen 1, last seen %d\n", leavingPath, last+1))
+		assert.Contains(t, out, fmt.Sprintf("\nverified: active revision %d is cycle 2's snapshot; 129 inventory items as expected; 6 of 6 outbox entries delivered\n", last+2))
+	}
+}
+
+// A receiver that holds state the outbox did not write is refused: the
+// demo's revisions would collide with it.
+func TestRunRefusesAReceiverAheadOfItsOutbox(t *testing.T) {
+	box, store := outbox.NewMemStore(), memstore.New()
+	runDemo(t, Config{Seed: 2, OutboxStore: box, ReceiverStore: store})
+	_, err := Run(context.Background(), Config{Seed: 2, ReceiverStore: store}, &bytes.Buffer{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "already holds state for the demo vessel")
+	assert.Contains(t, err.Error(), "up to revision 2, but the outbox is at revision 0")
+
+	// A new receiver behind a used outbox is fine: it starts at the
+	// outbox's next revision.
+	r, _ := runDemo(t, Config{Seed: 2, OutboxStore: box})
+	assert.Equal(t, int64(3), r.Cycles[0].Revision)
+	assert.Equal(t, int64(4), r.ActiveRevision)
+	assert.Empty(t, r.Earlier)
+}
+
+var errKilled = errors.New("killed")
+
+// A run stopped at any step, as if killed there, leaves stores on which
+// the next run resumes: it publishes what is pending, reconciles the
+// snapshot the stopped run did not finalize, and finishes at the next
+// revisions with the history intact.
+func TestRunResumesAStoppedRun(t *testing.T) {
+	for _, tc := range []struct {
+		stop       Step
+		last       int64 // the outbox's last revision after the stop
+		pending    int   // entries left pending
+		reconciled int64 // the revision the resume activates; 0 for none
+	}{
+		{Step{Cycle: 1, What: StepCommitted}, 1, 3, 1},
+		{Step{Cycle: 1, What: StepPublished, Pass: 2}, 1, 1, 1},
+		{Step{Cycle: 1, What: StepActivated}, 1, 0, 0},
+		{Step{Cycle: 2, What: StepCommitted}, 2, 3, 2},
+		{Step{Cycle: 2, What: StepPublished, Pass: 1}, 2, 1, 2},
+	} {
+		t.Run(tc.stop.String(), func(t *testing.T) {
+			box, store := outbox.NewMemStore(), memstore.New()
+			var seen []string
+			cfg := Config{Seed: 1, OutboxStore: box, ReceiverStore: store, AfterStep: func(s Step) error {
+				seen = append(seen, s.String())
+				if s == tc.stop {
+					return errKilled
+				}
+				return nil
+			}}
+			var out bytes.Buffer
+			_, err := Run(context.Background(), cfg, &out)
+			require.ErrorIs(t, err, errKilled, "the run never reached %s; steps: %q", tc.stop, seen)
+
+			cfg.AfterStep = nil
+			r, rerun := runDemo(t, cfg)
+			assert.Equal(t, tc.pending, r.Resumed, rerun)
+			assert.Contains(t, rerun, fmt.Sprintf("resume: the outbox is at revision %d from earlier runs, %s still pending\n", tc.last, plural(tc.pending, "entry")))
+			if tc.reconciled == 0 {
+				assert.Empty(t, r.Reconciled)
+			} else {
+				require.Len(t, r.Reconciled, 1, rerun)
+				assert.Equal(t, tc.reconciled, r.Reconciled[0].Revision)
+				assert.Equal(t, finalize.Activated, r.Reconciled[0].Status)
+				assert.Contains(t, rerun, fmt.Sprintf("  reconcile: snapshot %s revision %d: activated, active revision %d\n",
+					r.Reconciled[0].SnapshotID, tc.reconciled, tc.reconciled))
+			}
+			checkContinued(t, r, tc.last)
+		})
+	}
+}
+
+func TestStepsAreReached(t *testing.T) {
+	var steps []string
+	_, err := Run(context.Background(), Config{Seed: 1, Link: &Link{}, AfterStep: func(s Step) error {
+		steps = append(steps, s.String())
+		return nil
+	}}, &bytes.Buffer{})
+	require.NoError(t, err)
+	assert.Equal(t, []string{
+		"cycle 1 committed", "cycle 1 pass 1 published", "cycle 1 activated",
+		"cycle 2 committed", "cycle 2 pass 1 published", "cycle 2 activated",
+	}, steps)
 }

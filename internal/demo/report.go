@@ -28,7 +28,9 @@ func (d *run) printReport() {
 	p.printf("  active:     revision %d, snapshot %s\n", r.ActiveRevision, r.ActiveSnapshot)
 	p.printf("  inventory:  %s: %d currently observed, %d not currently observed\n",
 		plural(len(r.Inventory), "item"), r.Current, r.NotCurrent)
-	p.printf("  changes from revision 1 to revision 2:\n")
+	if len(r.Cycles) == 2 {
+		p.printf("  changes from revision %d to revision %d:\n", r.Cycles[0].Revision, r.Cycles[1].Revision)
+	}
 	if len(r.Changes) == 0 {
 		p.printf("    none\n")
 	}
@@ -163,12 +165,16 @@ type activation struct {
 }
 
 // expectedInventory derives the inventory that a sequence of activations
-// must leave, independently of package finalize: every record of the last
-// activation currently observed, everything an earlier one selected kept
-// and not currently observed with its last sighting; first-seen never
-// changes once set, and the record is always the latest one seen.
-func expectedInventory(acts []activation) map[finalize.ItemKey]finalize.InventoryItem {
-	inv := make(map[finalize.ItemKey]finalize.InventoryItem)
+// must leave on top of an earlier inventory, independently of package
+// finalize: every record of the last activation currently observed,
+// everything an earlier activation or the earlier inventory holds kept and
+// not currently observed with its last sighting; first-seen never changes
+// once set, and the record is always the latest one seen.
+func expectedInventory(earlier []finalize.InventoryItem, acts []activation) map[finalize.ItemKey]finalize.InventoryItem {
+	inv := make(map[finalize.ItemKey]finalize.InventoryItem, len(earlier))
+	for _, it := range earlier {
+		inv[key(it)] = it
+	}
 	for _, a := range acts {
 		selected := make(map[finalize.ItemKey]bool, len(a.records))
 		for _, r := range a.records {
@@ -247,9 +253,9 @@ func seenString(s finalize.Seen) string {
 	return fmt.Sprintf("revision %d at %s", s.Revision, envelopeTime(s.At))
 }
 
-// checkActive checks an active catalog after the activations acts, the last
-// of which is cycle c.
-func checkActive(cat finalize.Catalog, c CycleReport, acts []activation) error {
+// checkActive checks an active catalog after the activations acts on top
+// of the earlier inventory; the last activation is cycle c.
+func checkActive(cat finalize.Catalog, c CycleReport, earlier []finalize.InventoryItem, acts []activation) error {
 	var errs []error
 	if cat.SnapshotID != c.SnapshotID || cat.Revision != c.Revision {
 		errs = append(errs, fmt.Errorf("active snapshot %s revision %d, want %s revision %d", cat.SnapshotID, cat.Revision, c.SnapshotID, c.Revision))
@@ -257,13 +263,19 @@ func checkActive(cat finalize.Catalog, c CycleReport, acts []activation) error {
 	if !cat.DiscoveredAt.Equal(c.DiscoveredAt) {
 		errs = append(errs, fmt.Errorf("active discovered at %s, want %s", envelopeTime(cat.DiscoveredAt), envelopeTime(c.DiscoveredAt)))
 	}
-	if err := checkInventory(cat.Items, expectedInventory(acts)); err != nil {
+	if err := checkInventory(cat.Items, expectedInventory(earlier, acts)); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
 
-// verify checks the final state.
+// verify checks the final state: the cycles took the two revisions after
+// the outbox's last one before the run, the second cycle's snapshot is
+// active, the inventory is the earlier one (what earlier runs left active)
+// updated by the two cycles' activations, the cycles' snapshots are finally
+// superseded and already_active, every entry of the cycles is delivered and
+// none of any run is pending, and the difference between the two
+// activations is what the records imply.
 func (d *run) verify(cat finalize.Catalog, first, second []*catalog.Record) error {
 	r := &d.report
 	if len(r.Cycles) != 2 {
@@ -271,14 +283,14 @@ func (d *run) verify(cat finalize.Catalog, first, second []*catalog.Record) erro
 	}
 	c1, c2 := r.Cycles[0], r.Cycles[1]
 	var errs []error
-	if c1.Revision != 1 || c2.Revision != 2 {
-		errs = append(errs, fmt.Errorf("the cycles got revisions %d and %d, want 1 and 2", c1.Revision, c2.Revision))
+	if want := r.LastRevision + 1; c1.Revision != want || c2.Revision != want+1 {
+		errs = append(errs, fmt.Errorf("the cycles got revisions %d and %d, want %d and %d", c1.Revision, c2.Revision, want, want+1))
 	}
 	acts := []activation{
 		{first, finalize.Seen{Revision: c1.Revision, At: c1.DiscoveredAt}},
 		{second, finalize.Seen{Revision: c2.Revision, At: c2.DiscoveredAt}},
 	}
-	if err := checkActive(cat, c2, acts); err != nil {
+	if err := checkActive(cat, c2, r.Earlier, acts); err != nil {
 		errs = append(errs, err)
 	}
 	if c1.Final != finalize.Superseded {
@@ -289,6 +301,9 @@ func (d *run) verify(cat finalize.Catalog, first, second []*catalog.Record) erro
 	}
 	if want := c1.Entries + c2.Entries; r.Entries != want || r.Delivered != want {
 		errs = append(errs, fmt.Errorf("%d of %d outbox entries delivered, want all %d", r.Delivered, r.Entries, want))
+	}
+	if r.Pending != 0 {
+		errs = append(errs, fmt.Errorf("%s still pending in the outbox, want none", plural(r.Pending, "entry")))
 	}
 	if err := checkChanges(r.Changes, first, second); err != nil {
 		errs = append(errs, err)

@@ -1,0 +1,26 @@
+module github.com/yachtmemory/sourcecatalog/cmd/sourcecatalog
+
+go 1.26.0
+
+replace (
+	github.com/yachtmemory/sourcecatalog => ../..
+	github.com/yachtmemory/sourcecatalog/sqlitestore => ../../sqlitestore
+)
+
+require (
+	github.com/go-sql-driver/mysql v1.9.3
+	github.com/google/uuid v1.6.0
+	github.com/stretchr/testify v1.12.1
+	github.com/yachtmemory/sourcecatalog v0.0.0-00010101000000-000000000000
+	github.com/yachtmemory/sourcecatalog/sqlitestore v0.0.0-00010101000000-000000000000
+)
+
+require (
+	filippo.io/edwards25519 v1.1.0 // indirect
+	github.com/gowebpki/jcs v1.0.2 // indirect
+	github.com/ncruces/go-sqlite3 v0.37.0 // indirect
+	github.com/ncruces/go-sqlite3-wasm/v6 v6.5.35401 // indirect
+	github.com/ncruces/julianday v1.0.0 // indirect
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
+	golang.org/x/sys v0.49.0 // indirect
+)
