@@ -9,15 +9,27 @@ import (
 )
 
 // A Store persists a vessel's revision counter and outbox entries.
-// MemStore is the in-memory reference; mysqlstore.Outbox the MariaDB one;
-// outboxtest.Run the conformance suite both pass.
+// MemStore is the in-memory reference; mysqlstore.Outbox the MariaDB one,
+// sqlitestore's Outbox the SQLite one; outboxtest.Run is the conformance
+// suite every Store passes.
 type Store interface {
-	// WithVessel runs fn in a transaction on the vessel's outbox, with the
-	// guarantees of finalize.Store.WithVessel: calls for one vessel are
-	// serialised; if fn returns nil every write commits atomically and
-	// durably, otherwise (or on a crash) nothing fn wrote is visible and
-	// fn's error is returned unchanged. A Store may re-run fn after a
-	// transient failure. tx must not be used after fn returns.
+	// WithVessel runs fn in a transaction on the vessel's outbox.
+	//
+	// Calls for the same vessel are serialised: while fn runs, no other
+	// WithVessel call for that vessel runs fn or commits, from this
+	// process or any other sharing the store. Calls for different vessels
+	// may run concurrently.
+	//
+	// If fn returns nil, WithVessel commits every write fn made, atomically
+	// and durably, and returns nil; if the commit fails it returns an error
+	// and nothing fn wrote is visible. If fn returns an error, or the
+	// process crashes before the commit, nothing fn wrote is visible and
+	// WithVessel returns fn's error unchanged (compared with ==). A Store
+	// may re-run fn after a transient failure such as a deadlock, so fn
+	// must not have effects outside tx. When the store cannot serve at all,
+	// WithVessel returns an error wrapping sourcecatalog.ErrStoreUnavailable.
+	//
+	// tx must not be used after fn returns.
 	WithVessel(ctx context.Context, vesselID uuid.UUID, fn func(tx Tx) error) error
 }
 
