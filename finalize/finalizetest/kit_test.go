@@ -4,18 +4,15 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
-	"regexp"
 	"slices"
 	"sync"
 	"testing"
 
 	"github.com/google/uuid"
-	"github.com/stretchr/testify/require"
 	"github.com/yachtmemory/sourcecatalog/finalize"
 	"github.com/yachtmemory/sourcecatalog/finalize/finalizetest"
 	"github.com/yachtmemory/sourcecatalog/finalize/memstore"
+	"github.com/yachtmemory/sourcecatalog/internal/suite"
 )
 
 // The kit is tested the way it is meant to fail: against stores with one
@@ -23,30 +20,22 @@ import (
 // running it, so each broken store runs in a child process — this test
 // binary again, running only TestBrokenStore — and the parent requires
 // that the child failed, and in the subtest named.
-var brokenStores = []struct {
-	name     string
-	bug      string
-	caughtBy string // a subtest of TestBrokenStore that must fail
-}{
+var brokenStores = []suite.Broken{
 	{"ignore-ctx", "Tx methods ignore a done context", "Store/TxContextDone/Vessel"},
 	{"wrap-error", "WithVessel wraps the callback's error", "Store/CallbackErrorUnchanged/Sentinel"},
 	{"empty-index", "Index returns an empty slice, not nil, before the first activation", "Store/VesselAndIndex"},
 	{"reuse-buffer", "returned byte slices are a buffer reused by the next transaction", "Store/BytesOutliveTransaction"},
 	{"lose-on-reopen", "a reopened store has lost its data", "Store/ReadYourWritesAndCommit"},
-	{"", "none (control): RunReopen over a memstore kept across reopens", ""},
+	{"", "none (control): RunReopen over a memstore kept across reopens", "Store/ReadYourWritesAndCommit"},
 }
 
 // brokenEnv names the broken store TestBrokenStore runs the kit against.
 const brokenEnv = "FINALIZETEST_BROKEN_STORE"
 
 // TestBrokenStore runs the kit against the broken store brokenEnv names;
-// only TestKitFailsBrokenStores runs it.
+// only TestKitFailsBrokenStores runs it, in a child process.
 func TestBrokenStore(t *testing.T) {
-	name, ok := os.LookupEnv(brokenEnv)
-	if !ok {
-		t.Skip("run by TestKitFailsBrokenStores")
-	}
-	switch name {
+	switch name := suite.BrokenStore(t, brokenEnv); name {
 	case "lose-on-reopen":
 		finalizetest.RunReopen(t, func(*testing.T) (finalize.Store, func() (finalize.Store, error)) {
 			return memstore.New(), func() (finalize.Store, error) { return memstore.New(), nil }
@@ -61,37 +50,9 @@ func TestBrokenStore(t *testing.T) {
 	}
 }
 
-// failLine is the line go test -v prints for a failed test.
-var failLine = regexp.MustCompile(`(?m)^\s*--- FAIL: TestBrokenStore/(\S+)`)
-
 func TestKitFailsBrokenStores(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the kit once per broken store")
-	}
-	for _, b := range brokenStores {
-		t.Run(fmt.Sprintf("%q", b.name), func(t *testing.T) {
-			cmd := exec.Command(os.Args[0], "-test.run=^TestBrokenStore$", "-test.v", "-test.count=1")
-			cmd.Env = append(os.Environ(), brokenEnv+"="+b.name)
-			out, err := cmd.CombinedOutput()
-			var failed []string
-			for _, m := range failLine.FindAllSubmatch(out, -1) {
-				failed = append(failed, string(m[1]))
-			}
-			if b.caughtBy == "" {
-				require.NoError(t, err, "the kit passes a correct store:\n%s", tail(out))
-				require.Contains(t, string(out), "--- PASS: TestBrokenStore/Store/ReadYourWritesAndCommit", "the kit ran")
-				return
-			}
-			var exit *exec.ExitError
-			require.ErrorAs(t, err, &exit, "the kit must fail a store where %s:\n%s", b.bug, tail(out))
-			require.Contains(t, failed, b.caughtBy, "the subtest that checks that rule fails")
-			t.Logf("a store where %s fails %d subtests: %v", b.bug, len(failed), failed)
-		})
-	}
+	suite.RequireKitFails(t, brokenEnv, brokenStores)
 }
-
-// tail returns the end of a child's output.
-func tail(out []byte) []byte { return out[max(0, len(out)-4000):] }
 
 // broken is a memstore with one bug.
 type broken struct {
