@@ -607,3 +607,37 @@ func memberOffset(src []byte, open, k int) int {
 	}
 	return open
 }
+
+// TransformNumbers is Transform that also returns Numbers, which tells for
+// each number of the result whether src wrote it as an integer literal:
+// digits only, without fraction or exponent. The canonical text alone does
+// not tell: "4.0" and "4e1" become "4" and "40". TransformNumbers allocates
+// as Transform does, and more only when such numbers occur.
+func TransformNumbers(src []byte) ([]byte, Numbers, error) {
+	out, flips, err := canonicalize(src, true)
+	return out, Numbers{flips: flips}, err
+}
+
+// Numbers tells how the input of TransformNumbers wrote each number of its
+// result. The zero Numbers describes canonical input.
+type Numbers struct {
+	// flips holds, in increasing order, the offsets of the numbers whose
+	// canonical text tells wrongly whether their literal was an integer
+	// literal (see canonicalize).
+	flips []int
+}
+
+// IsIntegerLiteral reports whether the number whose canonical text starts at
+// canon[off], canon being the result that came with n, was written as an
+// integer literal. It reports false when no number starts there.
+func (n Numbers) IsIntegerLiteral(canon []byte, off int) bool {
+	if off < 0 || off >= len(canon) || canon[off] != '-' && !isDigit(canon[off]) {
+		return false
+	}
+	end := off + 1
+	for end < len(canon) && canon[end] != ',' && canon[end] != ']' && canon[end] != '}' {
+		end++
+	}
+	_, flipped := slices.BinarySearch(n.flips, off)
+	return isDigits(canon[off:end]) != flipped
+}

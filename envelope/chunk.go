@@ -1,8 +1,8 @@
 package envelope
 
 import (
-	"bytes"
 	"crypto/sha256"
+	"errors"
 	"hash"
 	"strconv"
 
@@ -163,222 +163,84 @@ var chunkFields = []string{"chunk_index", "payload_sha256", "protocol", "records
 // and whitespace, with the rules of DecodeManifest. It also refuses more than
 // MaxRecordsPerChunk records or a body over MaxChunkBody bytes
 // (ErrLimitExceeded), any invalid record (located by record index), and a
-// payload_sha256 that does not match the canonical body (ErrHashMismatch).
-// Errors found after chunk_index was read carry it.
+// payload_sha256 that does not match the canonical body (ErrHashMismatch),
+// reporting the first problem in the order of SPEC.md §10.3. Errors found
+// after chunk_index was read carry it.
+//
+// The chunk keeps the one canonical copy of raw that decoding makes; its
+// records are views of it.
 func DecodeChunk(raw []byte) (*Chunk, error) {
-	if c, ok := decodeCanonicalChunk(raw); ok {
-		return c, nil
-	}
-	return decodeChunk(raw)
-}
-
-// decodeChunk is DecodeChunk through a Value tree, for any input.
-func decodeChunk(raw []byte) (*Chunk, error) {
-	v, err := parseMessage(raw)
+	msg, err := parseMessage(raw)
 	if err != nil {
 		return nil, err
 	}
-	mems, err := object(&v, chunkFields)
-	if err != nil {
+	var vals [7]int
+	if err := msg.members(chunkFields, vals[:]); err != nil {
 		return nil, err
 	}
-	var (
-		index    = sourcecatalog.NoIndex
-		vessel   uuid.UUID
-		snapshot uuid.UUID
-		revision int64
-		payload  canonical.Digest
-		records  *canonical.Value
-	)
 	// Read chunk_index first so later errors can say where they are.
-	n, err := integer(&mems[0].Value, "chunk_index", 0, sourcecatalog.MaxChunks-1)
+	n, err := msg.integer(vals[0], "chunk_index", 0, sourcecatalog.MaxChunks-1)
 	if err != nil {
 		return nil, err
 	}
-	index = int(n)
-	located := func(err error) error {
-		if e, ok := err.(*sourcecatalog.Error); ok {
-			return e.InChunk(index)
-		}
-		return err
-	}
-	for i := 1; i < len(mems); i++ {
-		val := &mems[i].Value
-		switch name := mems[i].Name; name {
-		case "payload_sha256":
-			err = digestField(val, name, &payload)
-		case "protocol":
-			err = constant(val, name, sourcecatalog.Protocol)
-		case "records":
-			if val.Kind() != canonical.Array {
-				err = invalid(name, "must be an array")
-			}
-			records = val
-		case "revision":
-			revision, err = integer(val, name, 1, sourcecatalog.MaxRevision)
-		case "snapshot_id":
-			if snapshot, err = uuidField(val, name); err == nil {
-				err = checkSnapshotID(snapshot)
-			}
-		case "vessel_id":
-			vessel, err = uuidField(val, name)
-		}
-		if err != nil {
-			return nil, located(err)
-		}
-	}
-	elems := records.Elems()
-	if len(elems) > sourcecatalog.MaxRecordsPerChunk {
-		return nil, located(sourcecatalog.Errorf(sourcecatalog.ErrLimitExceeded, "more than 100 records").AtField("records"))
-	}
-	recs := make([]*catalog.Record, len(elems))
-	for i := range elems {
-		r, err := catalog.FromValue(&elems[i])
-		if err != nil {
-			if e, ok := err.(*sourcecatalog.Error); ok {
-				return nil, e.InChunk(index).AtRecord(i)
-			}
-			return nil, located(err)
-		}
-		recs[i] = r
-	}
-	if bodyLen(recs) > sourcecatalog.MaxChunkBody {
-		return nil, located(sourcecatalog.Errorf(sourcecatalog.ErrLimitExceeded, "canonical body larger than 16384 bytes").AtField("records"))
-	}
-	c := newChunk(newChunkHeader(vessel, snapshot, revision), index, recs)
-	if c.payload != payload {
-		return nil, located(sourcecatalog.Errorf(sourcecatalog.ErrHashMismatch, "payload_sha256 does not match the canonical body").AtField("payload_sha256"))
+	c, err := decodeChunk(&msg, int(n), vals)
+	if err != nil {
+		return nil, inChunk(err, int(n))
 	}
 	return c, nil
 }
 
-// decodeCanonicalChunk decodes raw when it is a valid chunk written exactly
-// in canonical form, as Build writes chunks: the common case, decoded from
-// the bytes without a Value tree. The chunk keeps one copy of raw as its
-// canonical bytes, and its records sub-slices of that copy. It reports false
-// for anything else, and for the few canonical chunks with escapes in their
-// records' strings or meta member names; decodeChunk then decides, and
-// reports the problem.
-//
-// The canonical member order is fixed: chunk_index, payload_sha256,
-// protocol, records, revision, snapshot_id, vessel_id. Everything around the
-// records array is read here, from the front up to the array and from the
-// back down to it; catalog.DecodeCanonicalList checks the array. A chunk so
-// accepted is exactly its own canonical form and passes every check of
-// decodeChunk, which would return an equal Chunk with the same bytes.
-func decodeCanonicalChunk(raw []byte) (*Chunk, bool) {
-	const (
-		head    = `{"chunk_index":`
-		hash    = `,"payload_sha256":"`
-		mid     = `","protocol":"` + sourcecatalog.Protocol + `","records":`
-		rev     = `],"revision":`
-		snap    = `,"snapshot_id":"`
-		vess    = `","vessel_id":"`
-		end     = `"}`
-		uuidLen = 36
-	)
-	if len(raw) > MaxMessageSize || len(raw) < len(head)+1+len(hash)+2*sha256.Size+len(mid)+1+len(rev)+1+len(snap)+len(vess)+len(end)+2*uuidLen {
-		return nil, false
-	}
-
-	// From the front: chunk_index, payload_sha256, protocol.
-	if string(raw[:len(head)]) != head {
-		return nil, false
-	}
-	i := len(head)
-	index, i, ok := canonicalUint(raw, i, 3)
-	if !ok || index > sourcecatalog.MaxChunks-1 {
-		return nil, false
-	}
-	if !hasAt(raw, i, hash) {
-		return nil, false
-	}
-	i += len(hash)
-	if len(raw)-i < 2*sha256.Size {
-		return nil, false
-	}
-	payload, err := canonical.ParseDigest(string(raw[i : i+2*sha256.Size]))
+// decodeChunk reads the members of a chunk after its chunk_index, index;
+// vals holds their offsets, in the order of chunkFields.
+func decodeChunk(msg *message, index int, vals [7]int) (*Chunk, error) {
+	payload, err := msg.digest(vals[1], "payload_sha256")
 	if err != nil {
-		return nil, false
+		return nil, err
 	}
-	i += 2 * sha256.Size
-	if !hasAt(raw, i, mid) {
-		return nil, false
+	if err := msg.constant(vals[2], "protocol", sourcecatalog.Protocol); err != nil {
+		return nil, err
 	}
-	open := i + len(mid) // the records array's '['
-
-	// From the back: vessel_id, snapshot_id, revision.
-	k := len(raw) - len(end)
-	if string(raw[k:]) != end {
-		return nil, false
+	records := vals[3]
+	if msg.b[records] != '[' {
+		return nil, invalid("records", "must be an array")
 	}
-	k -= uuidLen
-	vessel, err := ParseUUID(string(raw[k : k+uuidLen]))
+	revision, err := msg.integer(vals[4], "revision", 1, sourcecatalog.MaxRevision)
 	if err != nil {
-		return nil, false
+		return nil, err
 	}
-	k -= len(vess)
-	if !hasAt(raw, k, vess) {
-		return nil, false
+	snapshot, err := msg.uuid(vals[5], "snapshot_id")
+	if err == nil {
+		err = checkSnapshotID(snapshot)
 	}
-	k -= uuidLen
-	snapshot, err := ParseUUID(string(raw[k : k+uuidLen]))
-	if err != nil || checkSnapshotID(snapshot) != nil {
-		return nil, false
+	if err != nil {
+		return nil, err
 	}
-	k -= len(snap)
-	if k < open || !hasAt(raw, k, snap) {
-		return nil, false
+	vessel, err := msg.uuid(vals[6], "vessel_id")
+	if err != nil {
+		return nil, err
 	}
-	digits := k
-	for digits > open && raw[digits-1] >= '0' && raw[digits-1] <= '9' {
-		digits--
+	// The records array ends where the revision member, next in canonical
+	// order, begins.
+	recEnd := vals[4] - len(`,"revision":`)
+	recs, err := catalog.DecodeCanonicalList(msg.b[records:recEnd], sourcecatalog.MaxRecordsPerChunk)
+	if err != nil {
+		if e := (*sourcecatalog.Error)(nil); errors.As(err, &e) && e.Record == sourcecatalog.NoIndex {
+			return nil, e.AtField("records") // too many records: the only error without a record index
+		}
+		return nil, err
 	}
-	revision, j, ok := canonicalUint(raw, digits, 16)
-	if !ok || j != k || revision < 1 || revision > sourcecatalog.MaxRevision {
-		return nil, false
-	}
-	closing := digits - len(rev) // the records array's ']'
-	if closing <= open || !hasAt(raw, closing, rev) {
-		return nil, false
-	}
-
-	// The records between, kept in the copy.
-	canon := bytes.Clone(raw)
-	records, ok := catalog.DecodeCanonicalList(canon[open : closing+1])
-	if !ok || len(records) > sourcecatalog.MaxRecordsPerChunk || bodyLen(records) > sourcecatalog.MaxChunkBody {
-		return nil, false
+	if bodyLen(recs) > sourcecatalog.MaxChunkBody {
+		return nil, sourcecatalog.Errorf(sourcecatalog.ErrLimitExceeded, "canonical body larger than 16384 bytes").AtField("records")
 	}
 	c := &Chunk{
-		vesselID: vessel, snapshotID: snapshot, revision: int64(revision), index: int(index),
-		records: records, canon: canon, recStart: open + 1, recEnd: closing,
+		vesselID: vessel, snapshotID: snapshot, revision: revision, index: index,
+		records: recs, canon: msg.b, recStart: records + 1, recEnd: recEnd - 1,
 	}
 	d := sha256.New()
 	c.writeBody(d)
 	d.Sum(c.payload[:0])
 	if c.payload != payload {
-		return nil, false
+		return nil, sourcecatalog.Errorf(sourcecatalog.ErrHashMismatch, "payload_sha256 does not match the canonical body").AtField("payload_sha256")
 	}
-	return c, true
-}
-
-func hasAt(b []byte, i int, s string) bool {
-	return i >= 0 && len(b)-i >= len(s) && string(b[i:i+len(s)]) == s
-}
-
-// canonicalUint reads the canonical text of a non-negative integer of at
-// most maxDigits digits at b[i:], and returns it and the offset after it.
-func canonicalUint(b []byte, i, maxDigits int) (n uint64, end int, ok bool) {
-	start := i
-	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-		if i-start == maxDigits {
-			return 0, 0, false
-		}
-		n = n*10 + uint64(b[i]-'0')
-		i++
-	}
-	if i == start || b[start] == '0' && i > start+1 {
-		return 0, 0, false
-	}
-	return n, i, true
+	return c, nil
 }

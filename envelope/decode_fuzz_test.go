@@ -3,6 +3,7 @@ package envelope
 import (
 	"bytes"
 	"errors"
+	"reflect"
 	"testing"
 	"time"
 
@@ -12,7 +13,7 @@ import (
 	"github.com/yachtmemory/sourcecatalog/catalog"
 )
 
-func fuzzSnapshot(f *testing.F) *Snapshot {
+func fuzzSnapshot(f testing.TB) *Snapshot {
 	p, _ := catalog.NewPath(catalog.Path{Path: "environment.depth.belowKeel", Unit: catalog.UnitOf("m"), Meta: []byte(`{"zones":[{"lower":0,"upper":2,"state":"alarm"}]}`)})
 	s, _ := catalog.NewSource(catalog.Source{SourceRef: "can0.c0788c00e7e04312"})
 	o, _ := catalog.NewObservation(catalog.Observation{Path: "environment.depth.belowKeel", SourceRef: "can0.c0788c00e7e04312", ValueType: catalog.Number})
@@ -28,13 +29,19 @@ func fuzzSnapshot(f *testing.F) *Snapshot {
 
 // FuzzDecodeMessage checks that the manifest and chunk decoders either
 // refuse input with a classified *sourcecatalog.Error or return a value
-// whose canonical bytes decode again to the same bytes.
+// whose canonical bytes decode again to the same bytes; and that every
+// message decoder decides on input as on its canonical form.
 func FuzzDecodeMessage(f *testing.F) {
 	snap := fuzzSnapshot(f)
 	f.Add(snap.Manifest.Canonical())
 	f.Add(snap.Chunks[0].Canonical())
 	f.Add([]byte(`{"chunk_index":0}`))
+	f.Add(Receipt{EntityType: sourcecatalog.ChunkEntityType, VesselID: snap.Manifest.VesselID, SnapshotID: snap.Manifest.SnapshotID, Revision: 7, ChunkIndex: 3, Status: Staged}.Canonical())
+	f.Add(Refusal{Class: sourcecatalog.ErrInvalidValue, Chunk: 2, Record: 5, Field: "path", Message: "empty path segment"}.Canonical())
 	f.Fuzz(func(t *testing.T, in []byte) {
+		if canon, err := canonical.Transform(in); err == nil {
+			sameAsCanonical(t, in, canon)
+		}
 		classified := func(err error) {
 			var e *sourcecatalog.Error
 			if !errors.As(err, &e) || e.Class == nil {
@@ -62,4 +69,22 @@ func FuzzDecodeMessage(f *testing.F) {
 			fixedPoint("chunk", c.Canonical())
 		}
 	})
+}
+
+// sameAsCanonical fails t unless each message decoder returns the same for
+// in and for canon, its canonical form.
+func sameAsCanonical(t *testing.T, in, canon []byte) {
+	t.Helper()
+	for _, decode := range []func([]byte) (any, error){
+		func(b []byte) (any, error) { return DecodeManifest(b) },
+		func(b []byte) (any, error) { return DecodeChunk(b) },
+		func(b []byte) (any, error) { return DecodeReceipt(b) },
+		func(b []byte) (any, error) { return DecodeRefusal(b) },
+	} {
+		v, err := decode(in)
+		cv, cerr := decode(canon)
+		if !reflect.DeepEqual(v, cv) || !reflect.DeepEqual(err, cerr) {
+			t.Fatalf("%q decodes to %+v, %v; its canonical form to %+v, %v", in, v, err, cv, cerr)
+		}
+	}
 }

@@ -91,34 +91,6 @@ func checkTime(t time.Time) error {
 // Canonical messages are at most MaxRequest bytes.
 const MaxMessageSize = 4 * sourcecatalog.MaxRequest
 
-// parseMessage parses a message for the decoders. Before any tree is built
-// it refuses, in this order, a message over MaxMessageSize bytes
-// (ErrLimitExceeded), malformed JSON (ErrMalformedJSON), a value other than
-// an object (ErrInvalidValue) and a canonical form over MaxRequest bytes
-// (ErrLimitExceeded), which no valid message has. The checks before the
-// tree cost about one copy of the message, and the tree of what remains is
-// small, however hostile the input.
-func parseMessage(raw []byte) (canonical.Value, error) {
-	if len(raw) > MaxMessageSize {
-		return canonical.Value{}, sourcecatalog.Errorf(sourcecatalog.ErrLimitExceeded, "message larger than "+strconv.Itoa(MaxMessageSize)+" bytes")
-	}
-	canon, err := canonical.Transform(raw)
-	if err != nil {
-		return canonical.Value{}, sourcecatalog.Wrap(sourcecatalog.ErrMalformedJSON, err)
-	}
-	if canon[0] != '{' {
-		return canonical.Value{}, sourcecatalog.Errorf(sourcecatalog.ErrInvalidValue, "must be a JSON object")
-	}
-	if len(canon) > sourcecatalog.MaxRequest {
-		return canonical.Value{}, sourcecatalog.Errorf(sourcecatalog.ErrLimitExceeded, "canonical message larger than "+strconv.Itoa(sourcecatalog.MaxRequest)+" bytes")
-	}
-	v, err := canonical.Parse(raw) // raw, which tells integer literals apart
-	if err != nil {
-		return canonical.Value{}, sourcecatalog.Wrap(sourcecatalog.ErrMalformedJSON, err)
-	}
-	return v, nil
-}
-
 // DecodeManifest strictly decodes a manifest from JSON text in any member
 // order and whitespace. It refuses unknown, missing and duplicate members,
 // wrong JSON types, integers spelled other than as digits, non-canonical
@@ -126,17 +98,17 @@ func parseMessage(raw []byte) (canonical.Value, error) {
 // coverage (ErrUnsupported), and transport_complete other than true
 // (ErrIncompleteScan).
 func DecodeManifest(raw []byte) (Manifest, error) {
-	v, err := parseMessage(raw)
+	msg, err := parseMessage(raw)
 	if err != nil {
 		return Manifest{}, err
 	}
-	mems, err := object(&v, manifestFields)
-	if err != nil {
+	var vals [11]int
+	if err := msg.members(manifestFields, vals[:]); err != nil {
 		return Manifest{}, err
 	}
 	var m Manifest
-	for i := range mems {
-		if err := m.decodeField(mems[i].Name, &mems[i].Value); err != nil {
+	for k, v := range vals {
+		if err := m.decodeField(&msg, manifestFields[k], v); err != nil {
 			return Manifest{}, err
 		}
 	}
@@ -146,56 +118,46 @@ func DecodeManifest(raw []byte) (Manifest, error) {
 	return m, nil
 }
 
-func (m *Manifest) decodeField(name string, v *canonical.Value) error {
+// decodeField reads the member name, whose value is at msg.b[v]. Counts
+// are read in 0..2^53-1 here; Check classifies their range (SPEC.md §10.3).
+func (m *Manifest) decodeField(msg *message, name string, v int) error {
 	var err error
 	var n int64
 	switch name {
 	case "chunk_count":
-		n, err = integer(v, name, 0, sourcecatalog.MaxRevision) // Check classifies the range
+		n, err = msg.integer(v, name, 0, sourcecatalog.MaxRevision)
 		m.ChunkCount = int(n)
 	case "discovered_at_utc":
 		var s string
-		if s, err = str(v, name); err == nil {
+		if s, err = msg.str(v, name); err == nil {
 			if m.DiscoveredAt, err = ParseTime(s); err != nil {
-				err = err.(*sourcecatalog.Error).AtField(name)
+				err = atField(err, name)
 			}
 		}
 	case "document_sha256":
-		err = digestField(v, name, &m.DocumentSHA256)
+		m.DocumentSHA256, err = msg.digest(v, name)
 	case "inventory_coverage":
-		err = constant(v, name, sourcecatalog.Coverage)
+		err = msg.constant(v, name, sourcecatalog.Coverage)
 	case "protocol":
-		err = constant(v, name, sourcecatalog.Protocol)
+		err = msg.constant(v, name, sourcecatalog.Protocol)
 	case "record_count":
-		n, err = integer(v, name, 0, sourcecatalog.MaxRevision)
+		n, err = msg.integer(v, name, 0, sourcecatalog.MaxRevision)
 		m.RecordCount = int(n)
 	case "revision":
-		m.Revision, err = integer(v, name, 1, sourcecatalog.MaxRevision)
+		m.Revision, err = msg.integer(v, name, 1, sourcecatalog.MaxRevision)
 	case "scope":
-		err = constant(v, name, sourcecatalog.Scope)
+		err = msg.constant(v, name, sourcecatalog.Scope)
 	case "snapshot_id":
-		if m.SnapshotID, err = uuidField(v, name); err == nil {
+		if m.SnapshotID, err = msg.uuid(v, name); err == nil {
 			err = checkSnapshotID(m.SnapshotID)
 		}
 	case "transport_complete":
-		if v.Kind() != canonical.Bool {
-			err = invalid(name, "must be the JSON literal true")
-		} else if !v.Bool() {
+		var complete bool
+		if complete, err = msg.boolean(v, name, "must be the JSON literal true"); err == nil && !complete {
 			err = sourcecatalog.Errorf(sourcecatalog.ErrIncompleteScan, "the snapshot does not claim transport completeness").AtField(name)
 		}
 	case "vessel_id":
-		m.VesselID, err = uuidField(v, name)
+		m.VesselID, err = msg.uuid(v, name)
 	}
 	return err
-}
-
-func digestField(v *canonical.Value, field string, d *canonical.Digest) error {
-	s, err := str(v, field)
-	if err != nil {
-		return err
-	}
-	if *d, err = canonical.ParseDigest(s); err != nil {
-		return err.(*sourcecatalog.Error).AtField(field)
-	}
-	return nil
 }

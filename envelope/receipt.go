@@ -117,90 +117,84 @@ var (
 // string, ErrUnsupported when not a v2 type), unknown and missing members,
 // then each value in canonical name order.
 func DecodeReceipt(raw []byte) (Receipt, error) {
-	v, err := parseAnswer(raw)
+	msg, err := parseAnswer(raw)
 	if err != nil {
 		return Receipt{}, err
 	}
 	r := Receipt{ChunkIndex: sourcecatalog.NoIndex}
-	et := memberOf(&v, "entity_type")
-	if et == nil {
+	et := msg.member("entity_type")
+	if et < 0 {
 		return Receipt{}, sourcecatalog.Errorf(sourcecatalog.ErrMissingField, "required").AtField("entity_type")
 	}
-	if r.EntityType, err = str(et, "entity_type"); err != nil {
+	s, err := msg.str(et, "entity_type")
+	if err != nil {
 		return Receipt{}, err
 	}
 	fields := chunkReceiptFields
-	switch r.EntityType {
+	switch s {
 	case sourcecatalog.ChunkEntityType:
+		r.EntityType = sourcecatalog.ChunkEntityType
 	case sourcecatalog.ManifestEntityType:
+		r.EntityType = sourcecatalog.ManifestEntityType
 		fields = manifestReceiptFields
 	default:
 		return Receipt{}, sourcecatalog.Errorf(sourcecatalog.ErrUnsupported, "not a v2 entity type").AtField("entity_type")
 	}
-	mems, err := object(&v, fields)
-	if err != nil {
+	var vals [9]int
+	if err := msg.members(fields, vals[:]); err != nil {
 		return Receipt{}, err
 	}
-	for i := range mems {
-		if err := r.decodeField(mems[i].Name, &mems[i].Value); err != nil {
+	for k, name := range fields {
+		if err := r.decodeField(&msg, name, vals[k]); err != nil {
 			return Receipt{}, err
 		}
 	}
 	return r, nil
 }
 
-func (r *Receipt) decodeField(name string, v *canonical.Value) error {
+// decodeField reads the member name, whose value is at msg.b[v].
+func (r *Receipt) decodeField(msg *message, name string, v int) error {
 	var err error
 	switch name {
 	case "chunk_index":
 		var n int64
-		n, err = integer(v, name, 0, sourcecatalog.MaxChunks-1)
+		n, err = msg.integer(v, name, 0, sourcecatalog.MaxChunks-1)
 		r.ChunkIndex = int(n)
 	case "complete":
-		if v.Kind() != canonical.Bool {
-			return invalid(name, "must be true or false")
-		}
-		r.Complete = v.Bool()
+		r.Complete, err = msg.boolean(v, name, "must be true or false")
 	case "protocol":
-		err = constant(v, name, sourcecatalog.Protocol)
+		err = msg.constant(v, name, sourcecatalog.Protocol)
 	case "revision":
-		r.Revision, err = integer(v, name, 1, sourcecatalog.MaxRevision)
+		r.Revision, err = msg.integer(v, name, 1, sourcecatalog.MaxRevision)
 	case "sha256":
-		err = digestField(v, name, &r.Digest)
+		r.Digest, err = msg.digest(v, name)
 	case "snapshot_id":
-		if r.SnapshotID, err = uuidField(v, name); err == nil {
+		if r.SnapshotID, err = msg.uuid(v, name); err == nil {
 			err = checkSnapshotID(r.SnapshotID)
 		}
 	case "status":
 		var s string
-		if s, err = str(v, name); err == nil {
-			r.Status = ReceiptStatus(s)
-			if r.Status != Staged && r.Status != AlreadyReceived {
+		if s, err = msg.str(v, name); err == nil {
+			switch ReceiptStatus(s) {
+			case Staged:
+				r.Status = Staged
+			case AlreadyReceived:
+				r.Status = AlreadyReceived
+			default:
 				err = invalid(name, "must be staged or already_received")
 			}
 		}
 	case "vessel_id":
-		r.VesselID, err = uuidField(v, name)
+		r.VesselID, err = msg.uuid(v, name)
 	}
 	return err
 }
 
-// parseAnswer parses a receipt or a refusal: text over MaxAnswerSize bytes
-// is refused before parsing.
-func parseAnswer(raw []byte) (canonical.Value, error) {
+// parseAnswer brings a receipt or a refusal to canonical text, as
+// parseMessage does; text over MaxAnswerSize bytes is refused first.
+func parseAnswer(raw []byte) (message, error) {
 	if len(raw) > MaxAnswerSize {
-		return canonical.Value{}, sourcecatalog.Errorf(sourcecatalog.ErrLimitExceeded, "answer larger than "+strconv.Itoa(MaxAnswerSize)+" bytes")
+		return message{}, sourcecatalog.Errorf(sourcecatalog.ErrLimitExceeded, "answer larger than "+strconv.Itoa(MaxAnswerSize)+" bytes")
 	}
 	return parseMessage(raw)
-}
-
-// memberOf returns the value of the member name of object v, or nil.
-func memberOf(v *canonical.Value, name string) *canonical.Value {
-	mems := v.Members()
-	for i := range mems {
-		if mems[i].Name == name {
-			return &mems[i].Value
-		}
-	}
-	return nil
 }

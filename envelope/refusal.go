@@ -1,7 +1,6 @@
 package envelope
 
 import (
-	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -131,20 +130,23 @@ func (f Refusal) Canonical() []byte {
 // missing members, then each value in canonical name order; an unknown
 // class name is ErrInvalidValue at error.
 func DecodeRefusal(raw []byte) (Refusal, error) {
-	v, err := parseAnswer(raw)
+	msg, err := parseAnswer(raw)
 	if err != nil {
 		return Refusal{}, err
 	}
-	if memberOf(&v, "error") == nil {
+	if msg.member("error") < 0 {
 		return Refusal{}, sourcecatalog.Errorf(sourcecatalog.ErrMissingField, "required").AtField("error")
 	}
-	mems, err := someOf(&v, refusalFields, "chunk_index", "field", "record_index")
-	if err != nil {
+	var vals [6]int
+	if err := msg.members(refusalFields, vals[:], "chunk_index", "field", "record_index"); err != nil {
 		return Refusal{}, err
 	}
 	f := Refusal{Chunk: sourcecatalog.NoIndex, Record: sourcecatalog.NoIndex}
-	for i := range mems {
-		if err := f.decodeField(mems[i].Name, &mems[i].Value); err != nil {
+	for k, name := range refusalFields {
+		if vals[k] < 0 {
+			continue // an absent optional member
+		}
+		if err := f.decodeField(&msg, name, vals[k]); err != nil {
 			return Refusal{}, err
 		}
 	}
@@ -154,70 +156,32 @@ func DecodeRefusal(raw []byte) (Refusal, error) {
 	return f, nil
 }
 
-func (f *Refusal) decodeField(name string, v *canonical.Value) error {
+// decodeField reads the member name, whose value is at msg.b[v].
+func (f *Refusal) decodeField(msg *message, name string, v int) error {
 	var err error
 	var n int64
 	switch name {
 	case "chunk_index":
-		n, err = integer(v, name, 0, sourcecatalog.MaxChunks-1)
+		n, err = msg.integer(v, name, 0, sourcecatalog.MaxChunks-1)
 		f.Chunk = int(n)
 	case "error":
 		var s string
-		if s, err = str(v, name); err == nil {
+		if s, err = msg.str(v, name); err == nil {
 			if f.Class = sourcecatalog.ClassNamed(s); f.Class == nil {
 				err = invalid(name, "not an error class")
 			}
 		}
 	case "field":
-		f.Field, err = boundedStr(v, name, 1, maxFieldBytes)
+		f.Field, err = msg.boundedStr(v, name, 1, maxFieldBytes)
 	case "message":
-		f.Message, err = boundedStr(v, name, 0, maxRefusalMessage)
+		f.Message, err = msg.boundedStr(v, name, 0, maxRefusalMessage)
 	case "protocol":
-		err = constant(v, name, sourcecatalog.Protocol)
+		err = msg.constant(v, name, sourcecatalog.Protocol)
 	case "record_index":
-		n, err = integer(v, name, 0, sourcecatalog.MaxRecordsPerChunk-1)
+		n, err = msg.integer(v, name, 0, sourcecatalog.MaxRecordsPerChunk-1)
 		f.Record = int(n)
 	}
 	return err
 }
 
 var refusalFields = []string{"chunk_index", "error", "field", "message", "protocol", "record_index"}
-
-// someOf checks that v is an object whose member names are among names
-// (sorted canonically) and include every name not listed as optional, and
-// returns its members. The first problem in canonical name order is
-// reported: an unknown member (ErrUnknownField) or a missing one
-// (ErrMissingField).
-func someOf(v *canonical.Value, names []string, optional ...string) ([]canonical.Member, error) {
-	mems := v.Members()
-	i := 0
-	for _, name := range names {
-		for i < len(mems) && mems[i].Name < name {
-			return nil, unknownField(mems[i].Name)
-		}
-		switch {
-		case i < len(mems) && mems[i].Name == name:
-			i++
-		case !slices.Contains(optional, name):
-			return nil, sourcecatalog.Errorf(sourcecatalog.ErrMissingField, "required").AtField(name)
-		}
-	}
-	if i < len(mems) {
-		return nil, unknownField(mems[i].Name)
-	}
-	return mems, nil
-}
-
-// boundedStr reads a string of min to max bytes.
-func boundedStr(v *canonical.Value, field string, min, max int) (string, error) {
-	s, err := str(v, field)
-	switch {
-	case err != nil:
-		return "", err
-	case len(s) > max:
-		return "", sourcecatalog.Errorf(sourcecatalog.ErrLimitExceeded, "longer than "+strconv.Itoa(max)+" bytes").AtField(field)
-	case len(s) < min:
-		return "", invalid(field, "must not be empty")
-	}
-	return s, nil
-}

@@ -1,6 +1,7 @@
 package envelope
 
 import (
+	"errors"
 	"slices"
 	"sort"
 	"strconv"
@@ -48,7 +49,11 @@ func integrity(detail string) *sourcecatalog.Error {
 
 func (v *verifier) run(m *Manifest, chunks []*Chunk) {
 	if err := m.Check(); err != nil {
-		v.add(err.(*sourcecatalog.Error))
+		var e *sourcecatalog.Error
+		if !errors.As(err, &e) { // Check returns only *sourcecatalog.Error
+			e = sourcecatalog.Wrap(sourcecatalog.ErrInvalidValue, err)
+		}
+		v.add(e)
 		return
 	}
 	byIndex := make([]*Chunk, m.ChunkCount)
@@ -154,8 +159,8 @@ func DecodeSnapshot(manifest []byte, chunks [][]byte) (*Snapshot, error) {
 // describe prefixes the detail of a decoding error with the message it came
 // from.
 func describe(err error, message string) error {
-	e, ok := err.(*sourcecatalog.Error)
-	if !ok {
+	var e *sourcecatalog.Error
+	if !errors.As(err, &e) {
 		e = sourcecatalog.Wrap(sourcecatalog.ErrMalformedJSON, err)
 	}
 	c := *e

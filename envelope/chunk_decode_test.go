@@ -1,64 +1,71 @@
 package envelope
 
 import (
-	"bytes"
 	"errors"
 	"reflect"
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
+	"unsafe"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 	"github.com/yachtmemory/sourcecatalog"
+	"github.com/yachtmemory/sourcecatalog/canonical"
 	"github.com/yachtmemory/sourcecatalog/catalog"
 )
 
-// The fast path of DecodeChunk, for canonical chunks, must return exactly
-// what the Value-tree path returns, and be taken for what Build writes.
+// Properties of the one chunk decoder: it decides as it does on the
+// canonical form of its input, errors are classified and bounded, and a
+// decoded chunk's bytes decode again to an equal chunk whose records are
+// views of them.
 
-// checkFastChunk fails t when the fast path accepts in and decodeChunk does
-// not return an equal chunk; it reports whether the fast path accepted.
-func checkFastChunk(t testing.TB, in []byte) bool {
+// checkChunk checks those properties on in, and reports whether in decodes.
+func checkChunk(t testing.TB, in []byte) bool {
 	t.Helper()
-	fast, ok := decodeCanonicalChunk(in)
-	slow, err := decodeChunk(in)
-	got, gotErr := DecodeChunk(in)
-	if !ok {
-		if !reflect.DeepEqual(got, slow) || !sameError(gotErr, err) {
-			t.Fatalf("DecodeChunk(%q) = %v, %v; decodeChunk = %v, %v", in, got, gotErr, slow, err)
+	c, err := DecodeChunk(in)
+	if canon, cerr := canonical.Transform(in); cerr == nil {
+		again, aerr := DecodeChunk(canon)
+		if !reflect.DeepEqual(c, again) || !reflect.DeepEqual(err, aerr) {
+			t.Fatalf("DecodeChunk(%q) = %v, %v; of its canonical form %v, %v", in, c, err, again, aerr)
 		}
-		return false
 	}
 	if err != nil {
-		t.Fatalf("fast path accepts %q, decodeChunk refuses it: %v", in, err)
+		checkError(t, err)
+		return false
 	}
-	if !reflect.DeepEqual(fast, slow) {
-		t.Fatalf("fast path decodes %q to %+v, decodeChunk to %+v", in, fast, slow)
-	}
-	if !bytes.Equal(fast.Canonical(), in) || gotErr != nil || !reflect.DeepEqual(got, slow) {
-		t.Fatalf("DecodeChunk(%q) = %v, %v", in, got, gotErr)
-	}
-	if len(in) > 0 && &fast.canon[0] == &in[0] {
+	if len(in) > 0 && &c.canon[0] == &in[0] {
 		t.Fatal("the chunk keeps the caller's bytes")
 	}
-	for _, r := range fast.records {
-		if c := r.Canonical(); cap(c) != len(c) {
-			t.Fatalf("record capacity %d beyond its %d bytes", cap(c), len(c))
+	again, err := DecodeChunk(c.Canonical())
+	if err != nil || !reflect.DeepEqual(c, again) {
+		t.Fatalf("canonical %q decodes to %v, %v", c.Canonical(), again, err)
+	}
+	for _, r := range c.records {
+		if rc := r.Canonical(); cap(rc) != len(rc) || !within(rc, c.canon) {
+			t.Fatalf("record %q is not a view of the chunk's bytes", rc)
 		}
 	}
 	return true
 }
 
-func sameError(a, b error) bool {
-	if a == nil || b == nil {
-		return a == b
+// checkError fails t unless err is one classified, bounded
+// *sourcecatalog.Error.
+func checkError(t testing.TB, err error) {
+	t.Helper()
+	var e *sourcecatalog.Error
+	if !errors.As(err, &e) || sourcecatalog.WireName(e.Class) == "" {
+		t.Fatalf("unclassified error %v", err)
 	}
-	var ea, eb *sourcecatalog.Error
-	if !errors.As(a, &ea) || !errors.As(b, &eb) {
-		return a.Error() == b.Error()
+	if len(e.Detail) > 128 || len(e.Field) > maxFieldBytes || !utf8.ValidString(e.Detail) {
+		t.Fatalf("unbounded error %q at %q", e.Detail, e.Field)
 	}
-	return reflect.DeepEqual(ea, eb)
+}
+
+func within(part, whole []byte) bool {
+	p, w := uintptr(unsafe.Pointer(unsafe.SliceData(part))), uintptr(unsafe.Pointer(unsafe.SliceData(whole)))
+	return p >= w && p+uintptr(len(part)) <= w+uintptr(len(whole))
 }
 
 // fastMetas are meta objects of every shape the fast path must take.
@@ -76,7 +83,7 @@ func fastCatalog(t testing.TB, n int) []*catalog.Record {
 	return makeCatalog(t, n, max(1, n/7), func(i int) string { return fastMetas[i%len(fastMetas)] })
 }
 
-func TestDecodeChunkFastPath(t *testing.T) {
+func TestDecodeChunkProperties(t *testing.T) {
 	for _, n := range []int{0, 1, 3, 60, 400} {
 		recs := []*catalog.Record{}
 		if n > 0 {
@@ -87,15 +94,14 @@ func TestDecodeChunkFastPath(t *testing.T) {
 			in.Revision = rev
 			s := mustBuild(t, in)
 			for _, c := range s.Chunks {
-				require.True(t, checkFastChunk(t, c.Canonical()), "fast path refuses chunk %d of %d records", c.Index(), n)
+				require.True(t, checkChunk(t, c.Canonical()), "chunk %d of %d records refused", c.Index(), n)
 				for _, m := range mutations(c.Canonical()) {
-					checkFastChunk(t, m)
+					checkChunk(t, m)
 				}
 			}
 		}
 	}
-	// Escaped meta member names and record strings: canonical, but refused
-	// by the fast path; the slow path must still take them.
+	// Escaped meta member names and record strings.
 	label := "a\tb"
 	src, err := catalog.NewSource(catalog.Source{SourceRef: "s\"1", Label: &label})
 	require.NoError(t, err)
@@ -104,13 +110,11 @@ func TestDecodeChunkFastPath(t *testing.T) {
 	o, err := catalog.NewObservation(catalog.Observation{Path: "a.b", SourceRef: "s\"1", ValueType: catalog.Number})
 	require.NoError(t, err)
 	s := mustBuild(t, input([]*catalog.Record{p, src, o}))
-	require.False(t, checkFastChunk(t, s.Chunks[0].Canonical()))
-	_, err = DecodeChunk(s.Chunks[0].Canonical())
-	require.NoError(t, err)
+	require.True(t, checkChunk(t, s.Chunks[0].Canonical()))
 }
 
 // mutations returns variants of a canonical chunk, each breaking it in one
-// place the fast path reads.
+// place.
 func mutations(c []byte) [][]byte {
 	s := string(c)
 	var out [][]byte
@@ -174,8 +178,8 @@ func mutations(c []byte) [][]byte {
 	return out
 }
 
-func TestDecodeChunkFastPathLimits(t *testing.T) {
-	// 101 records and an oversize body: canonical, refused by both paths.
+func TestDecodeChunkLimits(t *testing.T) {
+	// 101 records and an oversize body: canonical, and refused.
 	recs := fastCatalog(t, 60)
 	var body []byte
 	for i, r := range recs[:101] {
@@ -189,10 +193,10 @@ func TestDecodeChunkFastPathLimits(t *testing.T) {
 		chunkText(0, body, 7),
 		chunkText(3, []byte(`{"kind":"path","meta":{"d":"`+strings.Repeat("x", 16400)+`"},"path":"a"}`), 7),
 	} {
-		checkFastChunk(t, c)
+		require.False(t, checkChunk(t, c))
 	}
-	require.True(t, checkFastChunk(t, big.Chunks[0].Canonical()))
-	require.True(t, checkFastChunk(t, chunkText(3, body[:len(recs[0].Canonical())], 9007199254740991)))
+	require.True(t, checkChunk(t, big.Chunks[0].Canonical()))
+	require.True(t, checkChunk(t, chunkText(3, body[:len(recs[0].Canonical())], 9007199254740991)))
 	_, err := DecodeChunk(chunkText(0, body, 7))
 	requireOne(t, err, at(sourcecatalog.ErrLimitExceeded, 0, sourcecatalog.NoIndex, "records"))
 }
@@ -208,21 +212,26 @@ func chunkText(index int, body []byte, revision int64) []byte {
 	return b
 }
 
-// FuzzDecodeChunkFastPath checks the fast path against decodeChunk on any
+// FuzzDecodeChunkProperties checks the properties of checkChunk on any
 // input, taken both as a whole chunk and as the content of the records
 // array of a chunk with a matching payload hash.
-func FuzzDecodeChunkFastPath(f *testing.F) {
+func FuzzDecodeChunkProperties(f *testing.F) {
 	s := mustBuild(f, input(fastCatalog(f, 12)))
+	n := 0
 	for _, c := range s.Chunks {
 		f.Add(c.Canonical())
 		f.Add(c.canon[c.recStart:c.recEnd])
 		for _, m := range mutations(c.Canonical()) {
 			f.Add(m)
+			n++
 		}
+	}
+	if n < 40 {
+		f.Fatalf("%d mutation seeds", n)
 	}
 	f.Add(fuzzSnapshot(f).Chunks[0].Canonical())
 	f.Fuzz(func(t *testing.T, in []byte) {
-		checkFastChunk(t, in)
-		checkFastChunk(t, chunkText(len(in)%300, in, int64(len(in))))
+		checkChunk(t, in)
+		checkChunk(t, chunkText(len(in)%300, in, int64(len(in))))
 	})
 }
