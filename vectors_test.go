@@ -1114,12 +1114,12 @@ func splitSnapshot(t *testing.T, payload []byte) ([]byte, [][]byte) {
 	t.Helper()
 	v, err := canonical.Parse(payload)
 	require.NoError(t, err, "a snapshot payload is strict JSON")
-	require.Equal(t, canonical.Object, v.Kind())
+	require.Equal(t, canonical.KindObject, v.Kind())
 	mems := v.Members()
 	require.Len(t, mems, 2, `a snapshot payload is {"manifest":{...},"chunks":[...]}`)
 	require.Equal(t, "chunks", mems[0].Name)
 	require.Equal(t, "manifest", mems[1].Name)
-	require.Equal(t, canonical.Array, mems[0].Value.Kind())
+	require.Equal(t, canonical.KindArray, mems[0].Value.Kind())
 	var chunks [][]byte
 	for i := range mems[0].Value.Elems() {
 		chunks = append(chunks, mems[0].Value.Elems()[i].AppendCanonical(nil))

@@ -128,7 +128,7 @@ var benchInputs = sync.OnceValue(func() []benchInput {
 // random order.
 func appendShuffled(dst []byte, v *canonical.Value, rng *rand.Rand) []byte {
 	switch v.Kind() {
-	case canonical.Array:
+	case canonical.KindArray:
 		dst = append(dst, '[')
 		for i := range v.Elems() {
 			if i > 0 {
@@ -137,7 +137,7 @@ func appendShuffled(dst []byte, v *canonical.Value, rng *rand.Rand) []byte {
 			dst = appendShuffled(dst, &v.Elems()[i], rng)
 		}
 		return append(dst, ']')
-	case canonical.Object:
+	case canonical.KindObject:
 		mems := v.Members()
 		dst = append(dst, '{')
 		for k, i := range rng.Perm(len(mems)) {

@@ -8,9 +8,10 @@
 // minimal escaping. [Parse] returns the same input as a [Value] tree whose
 // AppendCanonical method writes those bytes. The Append functions encode the
 // module's own typed values directly, without a detour through encoding/json.
-// [IsCanonical] and [Span] recognise text that is canonical already, as
-// every message this module writes is, in one pass and without building a
-// Value; decoders use them to skip the tree in that common case.
+// [IsCanonical] recognises text that is canonical already, as every message
+// this module writes is, in one pass and without allocating; Transform
+// starts with that check and then only copies. The module's decoders read
+// the canonical bytes Transform returns, never a Value tree.
 //
 // # Strictness
 //

@@ -49,7 +49,7 @@ func TestIntegerLiteralAfterReorder(t *testing.T) {
 			require.NotNil(t, next, "%s: no member %q", tc.in, step)
 			n = next
 		}
-		require.Equal(t, Number, n.Kind(), "%s %v", tc.in, tc.path)
+		require.Equal(t, KindNumber, n.Kind(), "%s %v", tc.in, tc.path)
 		assert.Equal(t, tc.want, n.IsIntegerLiteral(), "%s %v (%s)", tc.in, tc.path, n.NumberText())
 	}
 }

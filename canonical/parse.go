@@ -39,20 +39,20 @@ func (b *builder) value() Value {
 		b.i++ // '['
 		if n == 0 {
 			b.i++ // ']'
-			return newValue(Array, 0, nil, 0)
+			return newValue(KindArray, 0, nil, 0)
 		}
 		elems := make([]Value, n)
 		for k := range elems {
 			elems[k] = b.value()
 			b.i++ // ',' or ']'
 		}
-		return newValue(Array, 0, unsafe.Pointer(&elems[0]), n)
+		return newValue(KindArray, 0, unsafe.Pointer(&elems[0]), n)
 	case '{':
 		n := b.count()
 		b.i++ // '{'
 		if n == 0 {
 			b.i++ // '}'
-			return newValue(Object, 0, nil, 0)
+			return newValue(KindObject, 0, nil, 0)
 		}
 		mems := make([]Member, n)
 		for k := range mems {
@@ -61,23 +61,23 @@ func (b *builder) value() Value {
 			mems[k].Value = b.value()
 			b.i++ // ',' or '}'
 		}
-		return newValue(Object, 0, unsafe.Pointer(&mems[0]), n)
+		return newValue(KindObject, 0, unsafe.Pointer(&mems[0]), n)
 	case '"':
 		text, plain := b.str()
 		var flags uint8
 		if plain {
 			flags = flagPlain
 		}
-		return newValue(String, flags, unsafe.Pointer(unsafe.StringData(text)), len(text))
+		return newValue(KindString, flags, unsafe.Pointer(unsafe.StringData(text)), len(text))
 	case 't':
 		b.i += len("true")
-		return newValue(Bool, flagTrue, nil, 0)
+		return newValue(KindBool, flagTrue, nil, 0)
 	case 'f':
 		b.i += len("false")
-		return newValue(Bool, 0, nil, 0)
+		return newValue(KindBool, 0, nil, 0)
 	case 'n':
 		b.i += len("null")
-		return newValue(Null, 0, nil, 0)
+		return newValue(KindNull, 0, nil, 0)
 	}
 	start := b.i
 	for b.i < len(s) && s[b.i] != ',' && s[b.i] != ']' && s[b.i] != '}' {
@@ -93,7 +93,7 @@ func (b *builder) value() Value {
 	if isInt {
 		flags = flagInteger
 	}
-	return newValue(Number, flags, unsafe.Pointer(&text[0]), len(text))
+	return newValue(KindNumber, flags, unsafe.Pointer(&text[0]), len(text))
 }
 
 func (b *builder) count() int {

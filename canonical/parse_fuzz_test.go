@@ -44,21 +44,21 @@ func checkTree(t *testing.T, in []byte, v *Value, ref any) {
 	t.Helper()
 	switch r := ref.(type) {
 	case nil:
-		if v.Kind() != Null {
+		if v.Kind() != KindNull {
 			t.Fatalf("%q: %v, want null", in, v.Kind())
 		}
 	case bool:
-		if v.Kind() != Bool || v.Bool() != r {
+		if v.Kind() != KindBool || v.Bool() != r {
 			t.Fatalf("%q: %v %v, want %v", in, v.Kind(), v.Bool(), r)
 		}
 	case string:
-		if v.Kind() != String || v.Str() != r {
+		if v.Kind() != KindString || v.Str() != r {
 			t.Fatalf("%q: %v %q, want %q", in, v.Kind(), v.Str(), r)
 		}
 	case json.Number:
 		lit := string(r)
 		f, _ := strconv.ParseFloat(lit, 64)
-		if v.Kind() != Number || v.Float() != f && !(math.IsNaN(f) || f == 0) {
+		if v.Kind() != KindNumber || v.Float() != f && !(math.IsNaN(f) || f == 0) {
 			t.Fatalf("%q: %v %v, want %s", in, v.Kind(), v.Float(), lit)
 		}
 		if want := !strings.ContainsAny(lit, ".eE"); v.IsIntegerLiteral() != want {
@@ -66,7 +66,7 @@ func checkTree(t *testing.T, in []byte, v *Value, ref any) {
 		}
 	case []any:
 		elems := v.Elems()
-		if v.Kind() != Array || len(elems) != len(r) {
+		if v.Kind() != KindArray || len(elems) != len(r) {
 			t.Fatalf("%q: %v of %d, want an array of %d", in, v.Kind(), len(elems), len(r))
 		}
 		for i := range elems {
@@ -74,7 +74,7 @@ func checkTree(t *testing.T, in []byte, v *Value, ref any) {
 		}
 	case map[string]any:
 		mems := v.Members()
-		if v.Kind() != Object || len(mems) != len(r) {
+		if v.Kind() != KindObject || len(mems) != len(r) {
 			t.Fatalf("%q: %v of %d, want an object of %d", in, v.Kind(), len(mems), len(r))
 		}
 		for i := range mems {

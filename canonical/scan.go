@@ -16,17 +16,17 @@ import (
 // with an escape in a member name. A false result therefore means "use
 // Parse or Transform", which also report what is wrong, if anything.
 func IsCanonical(src []byte) bool {
-	n, _, ok := Span(src)
+	n, _, ok := span(src)
 	return ok && n == len(src)
 }
 
-// Span reports the length n of the JSON value that src starts with, and its
+// span reports the length n of the JSON value that src starts with, and its
 // nesting depth (the levels of arrays and objects; 0 for a scalar), when that
 // value is written exactly in its canonical form: Transform(src[:n]) then
 // returns src[:n] unchanged. What follows the value is not looked at. ok is
 // false when src does not start with such a value, and in the conservative
 // cases of IsCanonical.
-func Span(src []byte) (n, depth int, ok bool) {
+func span(src []byte) (n, depth int, ok bool) {
 	type frame struct {
 		object bool
 		// prev is the span in src of the previous member name, quotes

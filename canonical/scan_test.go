@@ -15,7 +15,7 @@ import (
 // IsCanonical agrees with it.
 func checkSpan(t *testing.T, in []byte) {
 	t.Helper()
-	n, depth, ok := Span(in)
+	n, depth, ok := span(in)
 	if IsCanonical(in) != (ok && n == len(in)) {
 		t.Fatalf("IsCanonical(%q) disagrees with Span = %d, %v", in, n, ok)
 	}
@@ -46,7 +46,7 @@ func nestingOf(v *Value) int {
 	for i := range v.Members() {
 		d = max(d, nestingOf(&v.Members()[i].Value))
 	}
-	if v.Kind() == Array || v.Kind() == Object {
+	if v.Kind() == KindArray || v.Kind() == KindObject {
 		d++
 	}
 	return d
@@ -159,11 +159,11 @@ func TestSpanPrefix(t *testing.T) {
 		`[]]`:              2,
 		`0123`:             1, // only "0" is a value
 	} {
-		n, _, ok := Span([]byte(in))
+		n, _, ok := span([]byte(in))
 		assert.True(t, ok, in)
 		assert.Equal(t, want, n, in)
 	}
-	_, depth, _ := Span([]byte(`{"a":[[1],{"b":{}}],"c":2}`))
+	_, depth, _ := span([]byte(`{"a":[[1],{"b":{}}],"c":2}`))
 	assert.Equal(t, 4, depth)
 }
 

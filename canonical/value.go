@@ -10,12 +10,12 @@ type Kind uint8
 
 // The JSON types.
 const (
-	Null Kind = iota + 1
-	Bool
-	Number
-	String
-	Array
-	Object
+	KindNull Kind = iota + 1
+	KindBool
+	KindNumber
+	KindString
+	KindArray
+	KindObject
 )
 
 var kindNames = [...]string{"invalid", "null", "boolean", "number", "string", "array", "object"}
@@ -68,11 +68,11 @@ func (v *Value) text() string { return unsafe.String((*byte)(v.p), v.n()) }
 func (v *Value) Kind() Kind { return Kind(v.bits >> 56) }
 
 // Bool returns the value of a Bool; false for other kinds.
-func (v *Value) Bool() bool { return v.Kind() == Bool && v.flags()&flagTrue != 0 }
+func (v *Value) Bool() bool { return v.Kind() == KindBool && v.flags()&flagTrue != 0 }
 
 // Str returns the decoded text of a String; "" for other kinds.
 func (v *Value) Str() string {
-	if v.Kind() != String {
+	if v.Kind() != KindString {
 		return ""
 	}
 	return v.text()
@@ -81,7 +81,7 @@ func (v *Value) Str() string {
 // Float returns the value of a Number as an IEEE-754 double; 0 for other
 // kinds.
 func (v *Value) Float() float64 {
-	if v.Kind() != Number {
+	if v.Kind() != KindNumber {
 		return 0
 	}
 	s := v.text()
@@ -118,7 +118,7 @@ func smallInt(s string) (int64, bool) {
 
 // NumberText returns the canonical text of a Number, "" for other kinds.
 func (v *Value) NumberText() string {
-	if v.Kind() != Number {
+	if v.Kind() != KindNumber {
 		return ""
 	}
 	return v.text()
@@ -127,12 +127,12 @@ func (v *Value) NumberText() string {
 // IsIntegerLiteral reports whether v is a Number written without fraction or
 // exponent in the input ("42", not "42.0" or "4.2e1"). Protocol integers
 // must be written so.
-func (v *Value) IsIntegerLiteral() bool { return v.Kind() == Number && v.flags()&flagInteger != 0 }
+func (v *Value) IsIntegerLiteral() bool { return v.Kind() == KindNumber && v.flags()&flagInteger != 0 }
 
 // Elems returns the elements of an Array, nil for other kinds. The caller
 // must not modify the slice.
 func (v *Value) Elems() []Value {
-	if v.Kind() != Array {
+	if v.Kind() != KindArray {
 		return nil
 	}
 	if v.p == nil {
@@ -145,7 +145,7 @@ func (v *Value) Elems() []Value {
 // UTF-16 code units of their names, no duplicates), nil for other kinds. The
 // caller must not modify the slice.
 func (v *Value) Members() []Member {
-	if v.Kind() != Object {
+	if v.Kind() != KindObject {
 		return nil
 	}
 	if v.p == nil {
@@ -157,18 +157,18 @@ func (v *Value) Members() []Member {
 // AppendCanonical appends the RFC 8785 canonical encoding of v to dst.
 func (v *Value) AppendCanonical(dst []byte) []byte {
 	switch v.Kind() {
-	case Null:
+	case KindNull:
 		return append(dst, "null"...)
-	case Bool:
+	case KindBool:
 		if v.Bool() {
 			return append(dst, "true"...)
 		}
 		return append(dst, "false"...)
-	case Number:
+	case KindNumber:
 		return append(dst, v.text()...)
-	case String:
+	case KindString:
 		return appendQuoted(dst, v.text(), v.flags()&flagPlain != 0)
-	case Array:
+	case KindArray:
 		dst = append(dst, '[')
 		for i, e := range v.Elems() {
 			if i > 0 {
@@ -177,7 +177,7 @@ func (v *Value) AppendCanonical(dst []byte) []byte {
 			dst = e.AppendCanonical(dst)
 		}
 		return append(dst, ']')
-	case Object:
+	case KindObject:
 		dst = append(dst, '{')
 		for i, m := range v.Members() {
 			if i > 0 {

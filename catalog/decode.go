@@ -34,7 +34,7 @@ func Decode(raw []byte) (*Record, error) {
 // FromValue decodes the record a value from canonical.Parse holds, as
 // Decode decodes its text.
 func FromValue(v *canonical.Value) (*Record, error) {
-	if v.Kind() != canonical.Object {
+	if v.Kind() != canonical.KindObject {
 		return nil, errNotObject()
 	}
 	r := new(Record)

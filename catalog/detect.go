@@ -26,17 +26,17 @@ func DetectValueType(sample []byte) (ValueType, error) {
 // of DetectValueType.
 func ValueTypeOf(v *canonical.Value) ValueType {
 	switch v.Kind() {
-	case canonical.Null:
+	case canonical.KindNull:
 		return Null
-	case canonical.Bool:
+	case canonical.KindBool:
 		return Boolean
-	case canonical.Number:
+	case canonical.KindNumber:
 		return Number
-	case canonical.String:
+	case canonical.KindString:
 		return String
-	case canonical.Array:
+	case canonical.KindArray:
 		return Array
-	case canonical.Object:
+	case canonical.KindObject:
 		if isPosition(v.Members()) {
 			return Position
 		}
@@ -60,7 +60,7 @@ func isPosition(mems []canonical.Member) bool {
 
 func allNumbers(mems []canonical.Member) bool {
 	for i := range mems {
-		if mems[i].Value.Kind() != canonical.Number {
+		if mems[i].Value.Kind() != canonical.KindNumber {
 			return false
 		}
 	}

@@ -160,7 +160,7 @@ func parseMeta(raw []byte, depth int) (*canonical.Value, error) {
 }
 
 func checkMeta(v *canonical.Value, depth int) error {
-	if v.Kind() != canonical.Object {
+	if v.Kind() != canonical.KindObject {
 		return invalid("meta", "meta must be an object")
 	}
 	if depth+nesting(v) > MaxRecordDepth {
@@ -173,11 +173,11 @@ func checkMeta(v *canonical.Value, depth int) error {
 func nesting(v *canonical.Value) int {
 	deepest := 0
 	switch v.Kind() {
-	case canonical.Array:
+	case canonical.KindArray:
 		for i := range v.Elems() {
 			deepest = max(deepest, nesting(&v.Elems()[i]))
 		}
-	case canonical.Object:
+	case canonical.KindObject:
 		for i := range v.Members() {
 			deepest = max(deepest, nesting(&v.Members()[i].Value))
 		}

@@ -125,7 +125,7 @@ func decodeRecords(raw []byte) ([]*catalog.Record, error) {
 	if err != nil {
 		return nil, sourcecatalog.Wrap(sourcecatalog.ErrMalformedJSON, err)
 	}
-	if v.Kind() != canonical.Array {
+	if v.Kind() != canonical.KindArray {
 		return nil, sourcecatalog.Errorf(sourcecatalog.ErrInvalidValue, "the records must be a JSON array, not "+v.Kind().String())
 	}
 	elems := v.Elems()

@@ -103,7 +103,7 @@ func jsonArray(elems [][]byte) []byte {
 // canonical order.
 func reversed(b *bytes.Buffer, v *canonical.Value) {
 	switch v.Kind() {
-	case canonical.Object:
+	case canonical.KindObject:
 		b.WriteByte('{')
 		mems := v.Members()
 		for i := len(mems) - 1; i >= 0; i-- {
@@ -116,7 +116,7 @@ func reversed(b *bytes.Buffer, v *canonical.Value) {
 			reversed(b, &mems[i].Value)
 		}
 		b.WriteByte('}')
-	case canonical.Array:
+	case canonical.KindArray:
 		b.WriteByte('[')
 		for i := range v.Elems() {
 			if i > 0 {

@@ -19,17 +19,17 @@ import (
 func KindAt(b []byte, i int) canonical.Kind {
 	switch b[i] {
 	case '{':
-		return canonical.Object
+		return canonical.KindObject
 	case '[':
-		return canonical.Array
+		return canonical.KindArray
 	case '"':
-		return canonical.String
+		return canonical.KindString
 	case 't', 'f':
-		return canonical.Bool
+		return canonical.KindBool
 	case 'n':
-		return canonical.Null
+		return canonical.KindNull
 	}
-	return canonical.Number
+	return canonical.KindNumber
 }
 
 // End returns the offset after the value at b[i], and its nesting depth:

@@ -19,13 +19,13 @@ func TestRead(t *testing.T) {
 		str   string
 	}
 	want := []member{
-		{"\n", canonical.Array, 2, ""},
-		{"a", canonical.String, 0, "\x01\\"},
-		{"b", canonical.Number, 0, ""},
-		{"c", canonical.Array, 3, ""},
-		{"d", canonical.Object, 1, ""},
-		{"e", canonical.Null, 0, ""},
-		{"f", canonical.Bool, 0, ""},
+		{"\n", canonical.KindArray, 2, ""},
+		{"a", canonical.KindString, 0, "\x01\\"},
+		{"b", canonical.KindNumber, 0, ""},
+		{"c", canonical.KindArray, 3, ""},
+		{"d", canonical.KindObject, 1, ""},
+		{"e", canonical.KindNull, 0, ""},
+		{"f", canonical.KindBool, 0, ""},
 	}
 	var got []member
 	o := ObjectAt(b, 0)
@@ -33,7 +33,7 @@ func TestRead(t *testing.T) {
 		name, v := o.Member()
 		end, depth := End(b, v)
 		m := member{name: name, kind: KindAt(b, v), depth: depth}
-		if m.kind == canonical.String {
+		if m.kind == canonical.KindString {
 			var send int
 			m.str, send = String(b, v)
 			if send != end {

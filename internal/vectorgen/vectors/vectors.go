@@ -352,8 +352,8 @@ func splitSnapshot(payload []byte) ([]byte, [][]byte, error) {
 		return nil, nil, err
 	}
 	mems := v.Members()
-	if v.Kind() != canonical.Object || len(mems) != 2 || mems[0].Name != "chunks" || mems[1].Name != "manifest" ||
-		mems[0].Value.Kind() != canonical.Array {
+	if v.Kind() != canonical.KindObject || len(mems) != 2 || mems[0].Name != "chunks" || mems[1].Name != "manifest" ||
+		mems[0].Value.Kind() != canonical.KindArray {
 		return nil, nil, fmt.Errorf(`a snapshot payload is {"manifest":{...},"chunks":[...]}`)
 	}
 	m := mems[1].Value.AppendCanonical(nil)
@@ -379,7 +379,7 @@ func parseObject(b []byte) (object, error) {
 	if err != nil {
 		return nil, err
 	}
-	if v.Kind() != canonical.Object {
+	if v.Kind() != canonical.KindObject {
 		return nil, fmt.Errorf("not an object")
 	}
 	var o object
