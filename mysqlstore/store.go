@@ -191,9 +191,6 @@ func (s *Store) WithVessel(ctx context.Context, vesselID uuid.UUID, fn func(fina
 		return s.transact(ctx, vesselsTable, vesselID[:], func(q querier) error {
 			t := &tx{s: s, tx: q, vessel: vesselID[:]}
 			defer func() { t.done = true }()
-			if err := t.readVessel(ctx); err != nil {
-				return err
-			}
 			return fn(t)
 		})
 	})

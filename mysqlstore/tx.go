@@ -12,18 +12,28 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/yachtmemory/sourcecatalog"
+	"github.com/yachtmemory/sourcecatalog/canonical"
 	"github.com/yachtmemory/sourcecatalog/catalog"
 	"github.com/yachtmemory/sourcecatalog/finalize"
 	"github.com/yachtmemory/sourcecatalog/internal/indexblob"
 )
 
 // tx is the finalize.Tx of one InnoDB transaction holding the vessel lock.
+//
+// Holding the lock, the transaction is the only writer of the vessel's
+// rows, so what it read or wrote of its vessel row and of its snapshot
+// rows stays true until it ends: it reads each once, when first asked, and
+// keeps it up to date as it writes. A tx lives for one attempt of one
+// transaction; a re-run starts with a new one.
 type tx struct {
-	s      *Store
-	tx     querier
-	vessel []byte
-	state  finalize.VesselState
-	done   bool
+	s         *Store
+	tx        querier
+	vessel    []byte
+	state     finalize.VesselState
+	stateRead bool                // state holds the vessel row
+	snapshots []finalize.Snapshot // the vessel's snapshot rows, in no order
+	snapsRead bool                // snapshots holds them all
+	done      bool
 }
 
 func (t *tx) check() {
@@ -51,8 +61,12 @@ func wrap(op string, err error) error {
 // lock.
 const vesselsTable = "signalk_catalog_vessels_v2"
 
-// readVessel reads the active pointer of the vessel locked by transact.
+// readVessel reads the active pointer of the vessel locked by transact,
+// once.
 func (t *tx) readVessel(ctx context.Context) error {
+	if t.stateRead {
+		return nil
+	}
 	var snap, doc []byte
 	var sec sql.NullInt64
 	var nsec sql.NullInt32
@@ -71,6 +85,7 @@ func (t *tx) readVessel(ctx context.Context) error {
 		t.state.ActiveDiscoveredAt = fromUnix(sec.Int64, nsec.Int32)
 	}
 	copy(t.state.ActiveDocument[:], doc)
+	t.stateRead = true
 	return nil
 }
 
@@ -84,6 +99,9 @@ func fromUnix(sec int64, nsec int32) time.Time { return time.Unix(sec, int64(nse
 
 func (t *tx) Vessel(ctx context.Context) (finalize.VesselState, error) {
 	t.check()
+	if err := t.readVessel(ctx); err != nil {
+		return finalize.VesselState{}, err
+	}
 	return t.state, ctx.Err()
 }
 
@@ -100,7 +118,7 @@ func (t *tx) SetVessel(ctx context.Context, v finalize.VesselState) error {
 	if err != nil {
 		return wrap("set vessel", err)
 	}
-	t.state = v
+	t.state, t.stateRead = v, true
 	return nil
 }
 
@@ -124,34 +142,57 @@ func scanSnapshot(sc interface{ Scan(...any) error }) (finalize.Snapshot, error)
 	return s, nil
 }
 
+// Snapshot reads every snapshot row of the vessel, the first time it or
+// Snapshots is called, in one statement: a Receiver that asks for one
+// snapshot goes on to sum them all (its staging bounds).
 func (t *tx) Snapshot(ctx context.Context, id uuid.UUID) (finalize.Snapshot, error) {
 	t.check()
-	row := t.tx.QueryRowContext(ctx, `SELECT `+snapshotColumns+` FROM signalk_catalog_snapshots_v2
-		WHERE vessel_id = ? AND snapshot_id = ?`, t.vessel, id[:])
-	s, err := scanSnapshot(row)
-	if errors.Is(err, sql.ErrNoRows) {
-		return s, finalize.ErrNotFound
+	if err := t.readSnapshots(ctx); err != nil {
+		return finalize.Snapshot{}, err
 	}
-	return s, wrap("read snapshot", err)
+	if i := t.snapshotAt(id); i >= 0 {
+		return t.snapshots[i], nil
+	}
+	return finalize.Snapshot{}, finalize.ErrNotFound
 }
 
 func (t *tx) Snapshots(ctx context.Context) ([]finalize.Snapshot, error) {
 	t.check()
+	if err := t.readSnapshots(ctx); err != nil {
+		return nil, err
+	}
+	return slices.Clone(t.snapshots), nil
+}
+
+// snapshotAt returns the position of snapshot id in t.snapshots, or -1.
+func (t *tx) snapshotAt(id uuid.UUID) int {
+	return slices.IndexFunc(t.snapshots, func(s finalize.Snapshot) bool { return s.ID == id })
+}
+
+// readSnapshots reads the vessel's snapshot rows into t.snapshots, once.
+func (t *tx) readSnapshots(ctx context.Context) error {
+	if t.snapsRead {
+		return ctx.Err()
+	}
 	rows, err := t.tx.QueryContext(ctx, `SELECT `+snapshotColumns+` FROM signalk_catalog_snapshots_v2
 		WHERE vessel_id = ?`, t.vessel)
 	if err != nil {
-		return nil, wrap("read snapshots", err)
+		return wrap("read snapshots", err)
 	}
 	defer rows.Close()
-	var out []finalize.Snapshot
+	var all []finalize.Snapshot
 	for rows.Next() {
 		s, err := scanSnapshot(rows)
 		if err != nil {
-			return nil, wrap("read snapshots", err)
+			return wrap("read snapshots", err)
 		}
-		out = append(out, s)
+		all = append(all, s)
 	}
-	return out, wrap("read snapshots", rows.Err())
+	if err := rows.Err(); err != nil {
+		return wrap("read snapshots", err)
+	}
+	t.snapshots, t.snapsRead = all, true
+	return nil
 }
 
 func (t *tx) PutSnapshot(ctx context.Context, s finalize.Snapshot) error {
@@ -169,7 +210,23 @@ func (t *tx) PutSnapshot(ctx context.Context, s finalize.Snapshot) error {
 		staged_bytes = VALUES(staged_bytes), reason = VALUES(reason)`,
 		t.vessel, s.ID[:], s.Revision, string(s.State), string(s.Final), manifest, digest,
 		s.ChunkCount, s.RecordCount, s.ChunksStaged, s.StagedBytes, boundReason(s.Reason))
-	return wrap("write snapshot", err)
+	if err != nil {
+		return wrap("write snapshot", err)
+	}
+	if t.snapsRead {
+		// What a read would return: the reason as its column holds it,
+		// and no digest without a manifest.
+		s.Reason = boundReason(s.Reason)
+		if s.Manifest == nil {
+			s.ManifestDigest = canonical.Digest{}
+		}
+		if i := t.snapshotAt(s.ID); i >= 0 {
+			t.snapshots[i] = s
+		} else {
+			t.snapshots = append(t.snapshots, s)
+		}
+	}
+	return nil
 }
 
 // boundReason fits a rejection reason into its column.
@@ -190,8 +247,13 @@ func (t *tx) DeleteSnapshot(ctx context.Context, id uuid.UUID) error {
 	if _, err := t.tx.ExecContext(ctx, `DELETE FROM signalk_catalog_chunks_v2 WHERE vessel_id = ? AND snapshot_id = ?`, t.vessel, id[:]); err != nil {
 		return wrap("delete chunks", err)
 	}
-	_, err := t.tx.ExecContext(ctx, `DELETE FROM signalk_catalog_snapshots_v2 WHERE vessel_id = ? AND snapshot_id = ?`, t.vessel, id[:])
-	return wrap("delete snapshot", err)
+	if _, err := t.tx.ExecContext(ctx, `DELETE FROM signalk_catalog_snapshots_v2 WHERE vessel_id = ? AND snapshot_id = ?`, t.vessel, id[:]); err != nil {
+		return wrap("delete snapshot", err)
+	}
+	if i := t.snapshotAt(id); i >= 0 {
+		t.snapshots = slices.Delete(t.snapshots, i, i+1)
+	}
+	return nil
 }
 
 func (t *tx) Chunk(ctx context.Context, snapshot uuid.UUID, index int) (finalize.StagedChunk, error) {

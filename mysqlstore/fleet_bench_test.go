@@ -1,0 +1,362 @@
+package mysqlstore_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/yachtmemory/sourcecatalog/catalog"
+	"github.com/yachtmemory/sourcecatalog/envelope"
+	"github.com/yachtmemory/sourcecatalog/examples"
+	"github.com/yachtmemory/sourcecatalog/finalize"
+	"github.com/yachtmemory/sourcecatalog/mysqlstore"
+)
+
+// Benchmark B6: a fleet on one MariaDB. fleetVessels vessels each send a
+// typical snapshot (fleetRecords records in fleetChunks chunks), manifest
+// and chunks shuffled per vessel and the vessels interleaved, through one
+// Receiver over a Store whose pool has fleetConns connections, from
+// fleetSenders goroutines; the goroutine whose receipt says Complete
+// finalizes the snapshot (the server policy of SPEC.md §8.6). Round 2 sends
+// every vessel a new revision with an identical document.
+//
+// The floor runs, in the same iteration, the same number of transactions
+// (one per message, one per finalize) over the same pool and goroutines,
+// in the same order: each inserts the message's bytes into a BLOB table
+// (a finalize's, its snapshot id) and updates one row, the least a
+// durable receipt needs, with plain database/sql (BeginTx, two ExecContext
+// with arguments, Commit). It runs before round 1 and after round 2, and
+// its time is the mean of the two, so that load from outside the benchmark
+// weighs on both sides alike. Each round ends by checking every vessel's
+// active catalog against what was sent.
+//
+// Metrics (means over the iterations; names are stable for
+// scripts/bench.sh):
+//   - snapshots/s: snapshots activated per second in round 1;
+//   - messages/s: messages received per second in round 1 (finalize
+//     included in the time);
+//   - x_floor (target ≤ 2): round 1's time over the floor's;
+//   - round2_x_round1: round 2's time over round 1's;
+//   - round1_ms, round2_ms, floor_ms: the times themselves;
+//   - retries: transactions the Store re-ran (deadlocks, lock waits).
+const (
+	fleetVessels = 64
+	fleetRecords = 1500
+	fleetChunks  = 15
+	fleetConns   = 8
+	fleetSenders = 8
+)
+
+// fleetMessage is one message of a vessel's snapshot or, for the floor, a
+// finalize (raw holding the snapshot id).
+type fleetMessage struct {
+	vessel   int
+	manifest bool
+	raw      []byte
+}
+
+// fleetRound is one round: every vessel's snapshot and the messages of all,
+// interleaved.
+type fleetRound struct {
+	snaps    []*envelope.Snapshot
+	messages []fleetMessage
+}
+
+// newFleetRound builds each vessel's snapshot of records at rev and
+// interleaves their shuffled messages at random.
+func newFleetRound(b *testing.B, rng *rand.Rand, vessels []uuid.UUID, rev int64, records []*catalog.Record) fleetRound {
+	var round fleetRound
+	queues := make([][]fleetMessage, len(vessels))
+	left := 0
+	for i, v := range vessels {
+		snap := scaledSnapshot(b, v, rev, records)
+		if len(snap.Chunks) != fleetChunks || snap.Manifest.RecordCount != fleetRecords {
+			b.Fatalf("a typical snapshot has %d chunks and %d records, want %d and %d",
+				len(snap.Chunks), snap.Manifest.RecordCount, fleetChunks, fleetRecords)
+		}
+		round.snaps = append(round.snaps, snap)
+		q := []fleetMessage{{vessel: i, manifest: true, raw: snap.Manifest.Canonical()}}
+		for _, c := range snap.Chunks {
+			q = append(q, fleetMessage{vessel: i, raw: c.Canonical()})
+		}
+		rng.Shuffle(len(q), func(a, b int) { q[a], q[b] = q[b], q[a] })
+		queues[i] = q
+		left += len(q)
+	}
+	// Draw the next message from a vessel chosen in proportion to what it
+	// has left, so that every vessel is in flight throughout.
+	for ; left > 0; left-- {
+		n := rng.IntN(left)
+		for i, q := range queues {
+			if n < len(q) {
+				round.messages = append(round.messages, q[0])
+				queues[i] = q[1:]
+				break
+			}
+			n -= len(q)
+		}
+	}
+	return round
+}
+
+// fanOut runs do on every message from fleetSenders goroutines, in order
+// of dispatch, and returns the elapsed time and the first error.
+func fanOut(messages []fleetMessage, do func(fleetMessage) error) (time.Duration, error) {
+	work := make(chan fleetMessage)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var first error
+	start := time.Now()
+	for range fleetSenders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for m := range work {
+				if err := do(m); err != nil {
+					mu.Lock()
+					if first == nil {
+						first = err
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for _, m := range messages {
+		work <- m
+	}
+	close(work)
+	wg.Wait()
+	return time.Since(start), first
+}
+
+// sendFleet delivers round through r, finalizing each snapshot when a
+// receipt says it is complete, and returns the elapsed time.
+func sendFleet(b *testing.B, r *finalize.Receiver, round fleetRound) time.Duration {
+	ctx := context.Background()
+	var mu sync.Mutex
+	activated := 0
+	elapsed, err := fanOut(round.messages, func(m fleetMessage) error {
+		snap := round.snaps[m.vessel]
+		origin := finalize.Origin{VesselID: snap.Manifest.VesselID}
+		receive := r.ReceiveChunk
+		if m.manifest {
+			receive = r.ReceiveManifest
+		}
+		rc, err := receive(ctx, origin, m.raw)
+		if err != nil || rc.Status != envelope.Staged {
+			return fmt.Errorf("receive: %v %w", rc.Status, err)
+		}
+		if !rc.Complete {
+			return nil
+		}
+		out, err := r.Finalize(ctx, origin.VesselID, snap.Manifest.SnapshotID)
+		if err != nil || out.Status != finalize.Activated {
+			return fmt.Errorf("finalize: %v %w", out.Status, err)
+		}
+		mu.Lock()
+		activated++
+		mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if activated != len(round.snaps) {
+		b.Fatalf("%d snapshots activated, want %d", activated, len(round.snaps))
+	}
+	return elapsed
+}
+
+// checkFleet checks that every vessel's active catalog is the snapshot it
+// was sent, record for record.
+func checkFleet(b *testing.B, r *finalize.Receiver, round fleetRound) {
+	ctx := context.Background()
+	for _, snap := range round.snaps {
+		m := snap.Manifest
+		c, err := r.Active(ctx, m.VesselID)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if c.SnapshotID != m.SnapshotID || c.Revision != m.Revision || !c.DiscoveredAt.Equal(m.DiscoveredAt) {
+			b.Fatalf("vessel %v: active %v revision %d, want %v revision %d", m.VesselID, c.SnapshotID, c.Revision, m.SnapshotID, m.Revision)
+		}
+		var want, got []string
+		for _, ch := range snap.Chunks {
+			for _, rec := range ch.Records() {
+				want = append(want, string(rec.Canonical()))
+			}
+		}
+		for _, it := range c.Items {
+			if !it.CurrentlyObserved || it.LastSeen.Revision != m.Revision {
+				b.Fatalf("vessel %v: item %v %q %q not observed at revision %d", m.VesselID, it.Kind, it.Path, it.SourceRef, m.Revision)
+			}
+			got = append(got, string(it.Record))
+		}
+		slices.Sort(want)
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			b.Fatalf("vessel %v: the active records are not those sent (%d, want %d)", m.VesselID, len(got), len(want))
+		}
+	}
+}
+
+// floorFleet runs the floor's transactions for round's messages and
+// finalizes, in the same order, on emptied floor tables, and returns the
+// elapsed time.
+func floorFleet(b *testing.B, db *sql.DB, round fleetRound) time.Duration {
+	ctx := context.Background()
+	for _, q := range []string{"TRUNCATE TABLE fleet_floor_messages", "TRUNCATE TABLE fleet_floor_vessels"} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var work []fleetMessage
+	staged := make([]int, len(round.snaps))
+	for _, m := range round.messages {
+		work = append(work, m)
+		if staged[m.vessel]++; staged[m.vessel] == fleetChunks+1 {
+			id := round.snaps[m.vessel].Manifest.SnapshotID
+			work = append(work, fleetMessage{vessel: m.vessel, raw: id[:]})
+		}
+	}
+	for _, s := range round.snaps {
+		v := s.Manifest.VesselID
+		if _, err := db.ExecContext(ctx, "INSERT INTO fleet_floor_vessels (vessel_id) VALUES (?)", v[:]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	elapsed, err := fanOut(work, func(m fleetMessage) error {
+		v := round.snaps[m.vessel].Manifest.VesselID
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		if _, err := tx.ExecContext(ctx, "INSERT INTO fleet_floor_messages (vessel_id, body) VALUES (?, ?)", v[:], m.raw); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, "UPDATE fleet_floor_vessels SET received = received + 1 WHERE vessel_id = ?", v[:]); err != nil {
+			return err
+		}
+		return tx.Commit()
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var n int
+	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM fleet_floor_messages").Scan(&n); err != nil || n != len(work) {
+		b.Fatalf("the floor wrote %d messages, want %d: %v", n, len(work), err)
+	}
+	return elapsed
+}
+
+// BenchmarkB6Fleet runs b.N iterations; each sends both rounds to fresh
+// vessels and runs the floor, and the metrics report the means.
+func BenchmarkB6Fleet(b *testing.B) {
+	db := migrated(b)
+	db.SetMaxOpenConns(fleetConns)
+	db.SetMaxIdleConns(fleetConns)
+	ctx := context.Background()
+	for _, q := range []string{
+		"CREATE TABLE fleet_floor_messages (id BIGINT AUTO_INCREMENT PRIMARY KEY, vessel_id BINARY(16) NOT NULL, body MEDIUMBLOB NOT NULL) ENGINE=InnoDB",
+		"CREATE TABLE fleet_floor_vessels (vessel_id BINARY(16) NOT NULL PRIMARY KEY, received BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB",
+	} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var retries atomic.Int64
+	r := finalize.NewReceiver(mysqlstore.New(db, mysqlstore.WithRetryObserver(func(uint16) { retries.Add(1) })))
+	records := examples.Scaled(fleetRecords)
+	rng := rand.New(rand.NewPCG(6, 64))
+	var first, second, floor time.Duration
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		vessels := make([]uuid.UUID, fleetVessels)
+		for i := range vessels {
+			vessels[i] = uuid.New()
+		}
+		round1 := newFleetRound(b, rng, vessels, 1, records)
+		round2 := newFleetRound(b, rng, vessels, 2, records)
+		b.StartTimer()
+
+		floor += floorFleet(b, db, round1) / 2
+		first += sendFleet(b, r, round1)
+		b.StopTimer()
+		checkFleet(b, r, round1)
+		b.StartTimer()
+		second += sendFleet(b, r, round2)
+		b.StopTimer()
+		checkFleet(b, r, round2)
+		b.StartTimer()
+		floor += floorFleet(b, db, round2) / 2
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(fleetVessels)*n/first.Seconds(), "snapshots/s")
+	b.ReportMetric(float64(fleetVessels*(fleetChunks+1))*n/first.Seconds(), "messages/s")
+	b.ReportMetric(float64(first)/float64(floor), "x_floor")
+	b.ReportMetric(float64(second)/float64(first), "round2_x_round1")
+	b.ReportMetric(ms(first)/n, "round1_ms")
+	b.ReportMetric(ms(second)/n, "round2_ms")
+	b.ReportMetric(ms(floor)/n, "floor_ms")
+	b.ReportMetric(float64(retries.Load())/n, "retries")
+}
+
+// TestFleetReceiveStatements pins the statements a receive and a finalize
+// run on the server (session counters, one connection), so that B6's
+// round trips do not creep back: per chunk the vessel lock, one read of
+// the vessel's snapshots, the chunk lookup, the chunk and snapshot writes
+// and the token check (8 before B6: the vessel row and the snapshot were
+// read apart from the snapshots, and the vessel row was read for nothing).
+func TestFleetReceiveStatements(t *testing.T) {
+	db := migrated(t)
+	db.SetMaxOpenConns(1) // the session counters below are the store's
+	ctx := context.Background()
+	statements := func() int {
+		rows, err := db.QueryContext(ctx, "SHOW SESSION STATUS LIKE 'Com\\_stmt\\_execute'")
+		require.NoError(t, err)
+		defer rows.Close()
+		require.True(t, rows.Next())
+		var name string
+		var n int
+		require.NoError(t, rows.Scan(&name, &n))
+		return n
+	}
+	r := finalize.NewReceiver(mysqlstore.New(db))
+	vessel := uuid.New()
+	records := catalogOf(t, 100, catalog.UnitOf("m"), "environment.depth")
+	for rev := int64(1); rev <= 2; rev++ {
+		snap := build(t, vessel, rev, records)
+		o := finalize.Origin{VesselID: vessel}
+		before := statements()
+		_, err := r.ReceiveManifest(ctx, o, snap.Manifest.Canonical())
+		require.NoError(t, err)
+		newVessel := 0
+		if rev == 1 {
+			newVessel = 2 // the vessel row is inserted, then locked
+		}
+		assert.LessOrEqual(t, statements()-before, 4+newVessel, "revision %d: statements of a manifest", rev)
+		for i, c := range snap.Chunks {
+			before := statements()
+			_, err := r.ReceiveChunk(ctx, o, c.Canonical())
+			require.NoError(t, err)
+			assert.LessOrEqual(t, statements()-before, 6, "revision %d: statements of chunk %d", rev, i)
+		}
+		before = statements()
+		out, err := r.Finalize(ctx, vessel, snap.Manifest.SnapshotID)
+		require.NoError(t, err)
+		require.Equal(t, finalize.Activated, out.Status)
+		assert.LessOrEqual(t, statements()-before, 14, "revision %d: statements of finalize", rev)
+	}
+}
