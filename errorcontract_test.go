@@ -8,6 +8,8 @@ package sourcecatalog_test
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -17,6 +19,8 @@ import (
 	"io/fs"
 	"maps"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -34,6 +38,7 @@ import (
 	"github.com/yachtmemory/sourcecatalog/finalize"
 	"github.com/yachtmemory/sourcecatalog/finalize/finalizetest"
 	"github.com/yachtmemory/sourcecatalog/finalize/memstore"
+	"github.com/yachtmemory/sourcecatalog/httpbinding"
 	"github.com/yachtmemory/sourcecatalog/mysqlstore"
 	"github.com/yachtmemory/sourcecatalog/outbox"
 	"github.com/yachtmemory/sourcecatalog/outbox/outboxtest"
@@ -97,7 +102,7 @@ func errorCases() map[string]errCase {
 			},
 			is: is(outbox.ErrReceiptMismatch), class: sourcecatalog.ErrIntegrity,
 		},
-		"outbox.ErrNotFound": {
+		"sourcecatalog.ErrNotFound": {
 			provoke: func(t *testing.T) error {
 				ctx := context.Background()
 				return outbox.NewMemStore().WithVessel(ctx, vesselID, func(tx outbox.Tx) error {
@@ -105,7 +110,7 @@ func errorCases() map[string]errCase {
 					return err
 				})
 			},
-			is: is(outbox.ErrNotFound), class: nil,
+			is: is(sourcecatalog.ErrNotFound), class: nil,
 		},
 		"outbox/outboxtest.ErrInjected": {
 			provoke: func(t *testing.T) error {
@@ -117,6 +122,41 @@ func errorCases() map[string]errCase {
 			is: is(outboxtest.ErrInjected), class: sourcecatalog.ErrStoreUnavailable,
 		},
 
+		// Package httpbinding.
+		"httpbinding.ErrNoCredentials": {
+			provoke: func(*testing.T) error {
+				_, err := httpbinding.MutualTLS{}.Authenticate(httptest.NewRequest(http.MethodPost, "https://receiver/", nil))
+				return err
+			},
+			is: is(httpbinding.ErrNoCredentials), class: sourcecatalog.ErrInvalidValue,
+		},
+		"httpbinding.ErrBadCredentials": {
+			provoke: func(t *testing.T) error {
+				tokens, err := httpbinding.ParseTokens(strings.NewReader(httpbinding.TokenHash("token", uuid.New())))
+				require.NoError(t, err)
+				r := httptest.NewRequest(http.MethodPost, "https://receiver/", nil)
+				r.TLS = &tls.ConnectionState{}
+				r.Header.Set("Authorization", "Bearer another")
+				_, err = tokens.Authenticate(r)
+				return err
+			},
+			is: is(httpbinding.ErrBadCredentials), class: sourcecatalog.ErrInvalidValue,
+		},
+		"httpbinding.ErrUnauthorized": {
+			provoke: func(t *testing.T) error {
+				ts := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusUnauthorized) }))
+				defer ts.Close()
+				pool := x509.NewCertPool()
+				pool.AddCert(ts.Certificate())
+				c, err := httpbinding.NewClient(ts.URL, httpbinding.WithTLSConfig(httpbinding.ClientTLSConfig(pool, nil)))
+				require.NoError(t, err)
+				defer c.CloseIdleConnections()
+				_, err = c.Send(context.Background(), outbox.Entry{EntityType: sourcecatalog.ManifestEntityType, EntityKey: "k", Payload: []byte("{}")})
+				return err
+			},
+			is: is(httpbinding.ErrUnauthorized), class: sourcecatalog.ErrStoreUnavailable,
+		},
+
 		// Package finalize.
 		"finalize.ErrActiveSnapshot": {
 			provoke: func(t *testing.T) error {
@@ -124,16 +164,6 @@ func errorCases() map[string]errCase {
 				return r.Discard(context.Background(), vesselID, snapshot)
 			},
 			is: is(finalize.ErrActiveSnapshot), class: sourcecatalog.ErrConflict,
-		},
-		"finalize.ErrNotFound": {
-			provoke: func(t *testing.T) error {
-				ctx := context.Background()
-				return memstore.New().WithVessel(ctx, vesselID, func(tx finalize.Tx) error {
-					_, err := tx.Snapshot(ctx, uuid.New())
-					return err
-				})
-			},
-			is: is(finalize.ErrNotFound), class: nil,
 		},
 		"finalize/finalizetest.ErrInjected": {
 			provoke: func(t *testing.T) error {
@@ -171,14 +201,6 @@ func errorCases() map[string]errCase {
 		"ErrStagingExhausted": sourcecatalog.ErrStagingExhausted, "ErrStoreUnavailable": sourcecatalog.ErrStoreUnavailable,
 	} {
 		cases["sourcecatalog."+name] = value(class, class)
-	}
-	// finalize's names for six classes.
-	for name, class := range map[string]error{
-		"ErrConflict": finalize.ErrConflict, "ErrRevisionConflict": finalize.ErrRevisionConflict,
-		"ErrForeignVessel": finalize.ErrForeignVessel, "ErrUnregisteredVessel": finalize.ErrUnregisteredVessel,
-		"ErrStagingExhausted": finalize.ErrStagingExhausted, "ErrStoreUnavailable": finalize.ErrStoreUnavailable,
-	} {
-		cases["finalize."+name] = value(class, class)
 	}
 	return cases
 }

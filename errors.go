@@ -15,9 +15,9 @@ import (
 //   - A detail sentinel, such as canonical.ErrDuplicateName, refines a
 //     class: it is found inside a returned error of its class (here
 //     ErrMalformedJSON) and is never returned alone.
-//   - finalize.ErrNotFound and outbox.ErrNotFound are a store
-//     transaction's answer to the package driving it. They wrap no class,
-//     and the Receiver, Writer and Publisher never return one alone.
+//   - [ErrNotFound] is a store transaction's answer to the package driving
+//     it (finalize.Tx, outbox.Tx). It wraps no class, and the Receiver,
+//     Writer and Publisher never return it.
 //   - A store's WithVessel returns its callback's error unchanged; the
 //     in-memory stores return a done context's error, and the conformance
 //     kits' fault stores their ErrInjected, as it is. The Receiver, Writer
@@ -132,6 +132,12 @@ func Class(err error) error {
 	}
 	return nil
 }
+
+// ErrNotFound is what a store transaction (finalize.Tx, outbox.Tx) returns
+// for a snapshot, chunk or outbox entry that does not exist, where a method
+// of the Tx says so. It is a store's answer to the package driving it, not
+// an error class.
+var ErrNotFound = errors.New("not found")
 
 // NoIndex marks an absent chunk or record index in an [Error].
 const NoIndex = -1

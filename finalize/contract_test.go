@@ -237,7 +237,7 @@ func TestEdgeArguments(t *testing.T) {
 		}, sourcecatalog.ErrConflict, nil},
 		{"Finalize uuid.Nil", nil, func(r *finalize.Receiver, _ *envelope.Snapshot) error {
 			out, err := r.Finalize(ctx, vessel, uuid.Nil)
-			require.Equal(t, finalize.StatusStaging, out.Status)
+			require.Equal(t, finalize.Staging, out.Status)
 			require.True(t, out.MissingManifest, "nothing staged")
 			return err
 		}, nil, nil},

@@ -19,7 +19,7 @@
 // server's cue to call Finalize. An identical retry is answered
 // envelope.AlreadyReceived with a matching receipt; other bytes at the
 // same snapshot and chunk index, or another manifest for the snapshot,
-// are refused with ErrConflict and no receipt. Chunks may arrive before
+// are refused with sourcecatalog.ErrConflict and no receipt. Chunks may arrive before
 // their manifest, and a refusal does not depend on the order: of two
 // messages that contradict each other (another revision, a chunk index at
 // or beyond the manifest's chunk_count), whichever arrives first is staged
@@ -40,9 +40,9 @@
 //	                                  (already_active)     (superseded once a
 //	                                                        newer one activates)
 //
-// Finalize reports [StatusStaging] while pieces are missing, saying which;
+// Finalize reports [Staging] while pieces are missing, saying which;
 // a snapshot claiming the active revision with another document is
-// rejected with ErrRevisionConflict. Finalize is idempotent: a finalized
+// rejected with sourcecatalog.ErrRevisionConflict. Finalize is idempotent: a finalized
 // snapshot reports its outcome again.
 //
 // # Activation
@@ -60,14 +60,14 @@
 //
 // Staging is bounded per vessel ([Limits]): incomplete snapshots and
 // retained finalized ones, by count and bytes. Exhaustion fails closed with
-// ErrStagingExhausted and loses nothing. Nothing is pruned automatically
+// sourcecatalog.ErrStagingExhausted and loses nothing. Nothing is pruned automatically
 // unless [WithRetention] opts in; [Receiver.Discard] and [Receiver.Prune]
 // are the operator's explicit actions, and the active snapshot is never
 // removed.
 //
 // So with [DefaultLimits] and no retention, the retained bound fills: after
 // 32 finalized snapshots — about eight hours of 15-minute cycles — Finalize
-// fails with ErrStagingExhausted for every complete snapshot of the vessel,
+// fails with sourcecatalog.ErrStagingExhausted for every complete snapshot of the vessel,
 // and once 8 of them wait, receiving fails too, until an operator prunes.
 // Choose a retention policy before going live, and watch
 // [Usage]: [Outcome] carries it after every Finalize and [Receiver.Usage]
@@ -79,6 +79,6 @@
 //
 // Every error wraps exactly one class of package sourcecatalog, and a call
 // refusing its input changes nothing. A failing store or registry, or a
-// done context, is reported as ErrStoreUnavailable wrapping its cause; the
+// done context, is reported as sourcecatalog.ErrStoreUnavailable wrapping its cause; the
 // call may be retried.
 package finalize

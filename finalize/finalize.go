@@ -19,9 +19,9 @@ type OutcomeStatus string
 
 // Outcome statuses.
 const (
-	// StatusStaging: the set is incomplete; Outcome says what is missing.
+	// Staging: the set is incomplete; Outcome says what is missing.
 	// The active catalog is unchanged.
-	StatusStaging OutcomeStatus = "staging"
+	Staging OutcomeStatus = "staging"
 	// Activated: this call activated the snapshot.
 	Activated OutcomeStatus = "activated"
 	// AlreadyActive: the snapshot, or another with the same revision and
@@ -72,11 +72,11 @@ type Outcome struct {
 // in the light of what is active now: Superseded once a higher revision
 // replaced it; Rejected with the same reason and error.
 //
-// Errors: ErrRevisionConflict (with a Rejected outcome, recorded, and again
+// Errors: sourcecatalog.ErrRevisionConflict (with a Rejected outcome, recorded, and again
 // on every later call) when the snapshot claims the active revision with
 // another document;
-// ErrStagingExhausted when the retained bounds would be exceeded (nothing
-// changes; Prune, Discard or WithRetention make room); ErrStoreUnavailable
+// sourcecatalog.ErrStagingExhausted when the retained bounds would be exceeded (nothing
+// changes; Prune, Discard or WithRetention make room); sourcecatalog.ErrStoreUnavailable
 // when the store fails or ctx is done. An unknown snapshot, uuid.Nil
 // included, is StatusStaging with its manifest missing.
 //
@@ -110,8 +110,8 @@ func (r *Receiver) finalize(ctx context.Context, tx Tx, out *Outcome) (result, e
 	}
 	defer func() { out.ActiveSnapshot, out.ActiveRevision = v.ActiveSnapshot, v.ActiveRevision }()
 	s, err := tx.Snapshot(ctx, out.SnapshotID)
-	if errors.Is(err, ErrNotFound) {
-		out.Status, out.MissingManifest = StatusStaging, true
+	if errors.Is(err, sourcecatalog.ErrNotFound) {
+		out.Status, out.MissingManifest = Staging, true
 		return nil, nil
 	}
 	if err != nil {
@@ -130,7 +130,7 @@ func (r *Receiver) finalize(ctx context.Context, tx Tx, out *Outcome) (result, e
 		return nil, err
 	}
 	if missing(out, s, chunks) {
-		out.Status = StatusStaging
+		out.Status = Staging
 		return nil, nil
 	}
 	snap, index, verr := verifyStaged(s, chunks)
@@ -175,7 +175,7 @@ func finalStatus(s Snapshot, v VesselState) OutcomeStatus {
 }
 
 func revisionConflict() error {
-	return sourcecatalog.Errorf(ErrRevisionConflict, "the active snapshot has this revision with another document")
+	return sourcecatalog.Errorf(sourcecatalog.ErrRevisionConflict, "the active snapshot has this revision with another document")
 }
 
 // rejection finds again why a snapshot was rejected, so that Finalize
@@ -267,7 +267,7 @@ func (r *Receiver) finish(ctx context.Context, tx Tx, s *Snapshot, state Snapsho
 	}
 	if !u.RetainedSnapshots.fits(1) || !u.RetainedBytes.fits(s.StagedBytes) {
 		if r.retain < 0 {
-			return sourcecatalog.Errorf(ErrStagingExhausted, "retained snapshots exhausted for the vessel; prune or discard")
+			return sourcecatalog.Errorf(sourcecatalog.ErrStagingExhausted, "retained snapshots exhausted for the vessel; prune or discard")
 		}
 		if err := r.makeRoom(ctx, tx, u, all, s); err != nil {
 			return err
@@ -392,7 +392,7 @@ func (r *Receiver) makeRoom(ctx context.Context, tx Tx, u Usage, all []Snapshot,
 		u.RetainedBytes.Used -= o.StagedBytes
 	}
 	if !fits() {
-		return sourcecatalog.Errorf(ErrStagingExhausted, "retained snapshots exhausted for the vessel")
+		return sourcecatalog.Errorf(sourcecatalog.ErrStagingExhausted, "retained snapshots exhausted for the vessel")
 	}
 	return nil
 }

@@ -38,7 +38,7 @@ func (r *Receiver) Reconcile(ctx context.Context, vesselID uuid.UUID) ([]Outcome
 	var outs []Outcome
 	for _, s := range complete {
 		out, err := r.Finalize(ctx, vesselID, s.ID)
-		if err != nil && !errors.Is(err, ErrRevisionConflict) {
+		if err != nil && !errors.Is(err, sourcecatalog.ErrRevisionConflict) {
 			return outs, err
 		}
 		outs = append(outs, out)
@@ -47,7 +47,7 @@ func (r *Receiver) Reconcile(ctx context.Context, vesselID uuid.UUID) ([]Outcome
 }
 
 // Discard removes one staged snapshot, in any state, with its chunks. The
-// active snapshot is refused with ErrActiveSnapshot (wrapping ErrConflict);
+// active snapshot is refused with ErrActiveSnapshot (wrapping sourcecatalog.ErrConflict);
 // an unknown snapshot, uuid.Nil included, is not an error. The inventory is
 // never touched.
 func (r *Receiver) Discard(ctx context.Context, vesselID, snapshotID uuid.UUID) error {

@@ -17,17 +17,17 @@ import (
 // receipt's Complete reports that the snapshot's set is now complete, the
 // cue to call Finalize (SPEC.md §8.6). It stages nothing and returns an
 // error wrapping: the decoder's classes for a malformed manifest;
-// ErrForeignVessel when the manifest names another vessel than origin;
-// ErrUnregisteredVessel for a vessel the registry refuses; ErrConflict when
+// sourcecatalog.ErrForeignVessel when the manifest names another vessel than origin;
+// sourcecatalog.ErrUnregisteredVessel for a vessel the registry refuses; sourcecatalog.ErrConflict when
 // the manifest contradicts what was staged for the snapshot (another
 // manifest, chunks of another revision, a chunk index at or beyond its
-// chunk_count); ErrStagingExhausted when a staging bound would be
-// exceeded; ErrStoreUnavailable, with the cause, when the registry or the
+// chunk_count); sourcecatalog.ErrStagingExhausted when a staging bound would be
+// exceeded; sourcecatalog.ErrStoreUnavailable, with the cause, when the registry or the
 // store fails or ctx is done.
 //
 // A refusal does not depend on the order of arrival: of two messages that
 // contradict each other, whichever arrives first is staged and the other
-// is refused with ErrConflict. Only what needs the complete set, such as
+// is refused with sourcecatalog.ErrConflict. Only what needs the complete set, such as
 // the document hash and the record count, waits for Finalize.
 func (r *Receiver) ReceiveManifest(ctx context.Context, origin Origin, raw []byte) (envelope.Receipt, error) {
 	m, err := envelope.DecodeManifest(raw)
@@ -47,7 +47,7 @@ func (r *Receiver) ReceiveManifest(ctx context.Context, origin Origin, raw []byt
 		rc.Status, rc.Complete = envelope.Staged, false
 		s, err := tx.Snapshot(ctx, m.SnapshotID)
 		switch {
-		case errors.Is(err, ErrNotFound):
+		case errors.Is(err, sourcecatalog.ErrNotFound):
 			s = Snapshot{ID: m.SnapshotID, Revision: m.Revision, State: StateStaging}
 			if err := r.admitNewSnapshot(ctx, tx, int64(len(canon))); err != nil {
 				return err
@@ -87,7 +87,7 @@ func (r *Receiver) ReceiveManifest(ctx context.Context, origin Origin, raw []byt
 // ReceiveChunk strictly decodes a chunk, checking its payload hash, and
 // stages it durably. Chunks may arrive before their manifest.
 //
-// Receipts and errors are those of ReceiveManifest. ErrConflict here means
+// Receipts and errors are those of ReceiveManifest. sourcecatalog.ErrConflict here means
 // other bytes were staged at the same snapshot and chunk index, the
 // snapshot's messages disagree on the revision, or the chunk index is at
 // or beyond the staged manifest's chunk_count.
@@ -109,7 +109,7 @@ func (r *Receiver) ReceiveChunk(ctx context.Context, origin Origin, raw []byte) 
 		rc.Status, rc.Complete = envelope.Staged, false
 		s, err := tx.Snapshot(ctx, c.SnapshotID())
 		switch {
-		case errors.Is(err, ErrNotFound):
+		case errors.Is(err, sourcecatalog.ErrNotFound):
 			s = Snapshot{ID: c.SnapshotID(), Revision: c.Revision(), State: StateStaging}
 			if err := r.admitNewSnapshot(ctx, tx, size); err != nil {
 				return err
@@ -125,7 +125,7 @@ func (r *Receiver) ReceiveChunk(ctx context.Context, origin Origin, raw []byte) 
 				}
 				rc.Status, rc.Complete = envelope.AlreadyReceived, complete(s)
 				return nil
-			case !errors.Is(err, ErrNotFound):
+			case !errors.Is(err, sourcecatalog.ErrNotFound):
 				return err
 			case s.Revision != c.Revision():
 				return conflict("the snapshot's messages disagree on the revision")
@@ -167,7 +167,7 @@ func chunksWithin(ctx context.Context, tx Tx, snapshot uuid.UUID, count int) err
 }
 
 func conflict(detail string) *sourcecatalog.Error {
-	return sourcecatalog.Errorf(ErrConflict, detail)
+	return sourcecatalog.Errorf(sourcecatalog.ErrConflict, detail)
 }
 
 // complete reports whether the receiver holds every message of s: its

@@ -7,29 +7,20 @@ import (
 	"github.com/yachtmemory/sourcecatalog"
 )
 
-// Errors of the receiver, aliases of the module's classes so that either
-// name works with errors.Is.
 var (
-	ErrConflict           = sourcecatalog.ErrConflict
-	ErrRevisionConflict   = sourcecatalog.ErrRevisionConflict
-	ErrForeignVessel      = sourcecatalog.ErrForeignVessel
-	ErrUnregisteredVessel = sourcecatalog.ErrUnregisteredVessel
-	ErrStagingExhausted   = sourcecatalog.ErrStagingExhausted
-	ErrStoreUnavailable   = sourcecatalog.ErrStoreUnavailable
-
 	// ErrActiveSnapshot is returned by Discard for the active snapshot,
-	// which is never removed. It wraps ErrConflict.
-	ErrActiveSnapshot error = sourcecatalog.Errorf(ErrConflict, "the active snapshot cannot be removed")
+	// which is never removed. It wraps sourcecatalog.ErrConflict.
+	ErrActiveSnapshot error = sourcecatalog.Errorf(sourcecatalog.ErrConflict, "the active snapshot cannot be removed")
 )
 
-// unavailable classes err as ErrStoreUnavailable, keeping it as the cause,
+// unavailable classes err as sourcecatalog.ErrStoreUnavailable, keeping it as the cause,
 // unless it already wraps a class: a cancelled context, a failed statement
 // or registry answer stays errors.Is-able and gets a class.
 func unavailable(err error, detail string) error {
 	if err == nil || sourcecatalog.Class(err) != nil {
 		return err
 	}
-	e := sourcecatalog.Wrap(ErrStoreUnavailable, err)
+	e := sourcecatalog.Wrap(sourcecatalog.ErrStoreUnavailable, err)
 	e.Detail = detail
 	return e
 }
@@ -57,7 +48,7 @@ type VesselRegistry interface {
 }
 
 // Limits bound what one vessel may keep staged. Exceeding any of them fails
-// closed with ErrStagingExhausted and changes nothing; a bound of zero or
+// closed with sourcecatalog.ErrStagingExhausted and changes nothing; a bound of zero or
 // less admits nothing. [Usage] reports how full each bound is.
 type Limits struct {
 	IncompleteSnapshots int   // snapshots still staging
@@ -71,7 +62,7 @@ type Limits struct {
 //
 // Nothing is pruned by default, so the retained bound fills: after 32
 // finalized snapshots — about eight hours of 15-minute cycles — Finalize
-// fails with ErrStagingExhausted until an operator prunes or discards, or
+// fails with sourcecatalog.ErrStagingExhausted until an operator prunes or discards, or
 // [WithRetention] prunes after each activation. Watch [Usage] to warn
 // before then.
 var DefaultLimits = Limits{
@@ -103,11 +94,11 @@ func WithRetention(keep int) Option { return func(rc *Receiver) { rc.retain = ke
 //
 // Every error a method returns wraps exactly one class of package
 // sourcecatalog. A method refusing its input changes nothing; one failing
-// with ErrStoreUnavailable may be retried (Reconcile keeps what it
+// with sourcecatalog.ErrStoreUnavailable may be retried (Reconcile keeps what it
 // finalized before the failure). Methods taking a vessel id refuse
 // uuid.Nil, which no message can name, with ErrInvalidValue. When ctx is
 // done, or the store or the registry fails with an error of no class, the
-// error wraps ErrStoreUnavailable and that cause, so errors.Is(err,
+// error wraps sourcecatalog.ErrStoreUnavailable and that cause, so errors.Is(err,
 // context.Canceled) holds for a cancelled call.
 type Receiver struct {
 	store    Store
@@ -130,7 +121,7 @@ func NewReceiver(store Store, opts ...Option) *Receiver {
 
 func (r *Receiver) admit(ctx context.Context, origin Origin, vessel uuid.UUID) error {
 	if vessel != origin.VesselID {
-		return sourcecatalog.Errorf(ErrForeignVessel, "the message names another vessel than its origin").AtField("vessel_id")
+		return sourcecatalog.Errorf(sourcecatalog.ErrForeignVessel, "the message names another vessel than its origin").AtField("vessel_id")
 	}
 	if r.registry == nil {
 		return nil
@@ -140,7 +131,7 @@ func (r *Receiver) admit(ctx context.Context, origin Origin, vessel uuid.UUID) e
 		return unavailable(err, "the vessel registry failed")
 	}
 	if !ok {
-		return sourcecatalog.Errorf(ErrUnregisteredVessel, "not a registered telemetry vessel").AtField("vessel_id")
+		return sourcecatalog.Errorf(sourcecatalog.ErrUnregisteredVessel, "not a registered telemetry vessel").AtField("vessel_id")
 	}
 	return nil
 }

@@ -2,7 +2,6 @@ package finalize
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/google/uuid"
@@ -37,10 +36,6 @@ type Store interface {
 	WithVessel(ctx context.Context, vesselID uuid.UUID, fn func(tx Tx) error) error
 }
 
-// ErrNotFound is returned by Tx reads of a snapshot or chunk that does not
-// exist. It is a Store's answer, never returned by the Receiver.
-var ErrNotFound = errors.New("finalize: not found")
-
 // A Tx is the transaction WithVessel hands to its callback. Every method
 // reads or writes the state of the one vessel the transaction was opened
 // for, and sees the writes made earlier in the same transaction.
@@ -56,7 +51,7 @@ var ErrNotFound = errors.New("finalize: not found")
 // done, and otherwise a non-nil error exactly when it could not read or
 // write what it was asked to (a failed statement, a lost connection): the
 // callback then returns that error, unchanged or wrapped, and the Store
-// must not commit. Apart from ErrNotFound where a method names it, the
+// must not commit. Apart from sourcecatalog.ErrNotFound where a method names it, the
 // Receiver gives no meaning to a Tx error beyond that; a Store wanting a
 // retry re-runs the whole callback (see Store.WithVessel).
 type Tx interface {
@@ -67,7 +62,7 @@ type Tx interface {
 	// SetVessel replaces the active pointer.
 	SetVessel(ctx context.Context, v VesselState) error
 
-	// Snapshot returns the staged snapshot with the given id, or ErrNotFound.
+	// Snapshot returns the staged snapshot with the given id, or sourcecatalog.ErrNotFound.
 	Snapshot(ctx context.Context, id uuid.UUID) (Snapshot, error)
 
 	// Snapshots returns every staged snapshot of the vessel, in any order.
@@ -83,7 +78,7 @@ type Tx interface {
 	// actions (Discard, Prune and the opt-in retention) delete.
 	DeleteSnapshot(ctx context.Context, id uuid.UUID) error
 
-	// Chunk returns one staged chunk, or ErrNotFound.
+	// Chunk returns one staged chunk, or sourcecatalog.ErrNotFound.
 	Chunk(ctx context.Context, snapshot uuid.UUID, index int) (StagedChunk, error)
 
 	// Chunks returns every staged chunk of a snapshot in index order.

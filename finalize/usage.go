@@ -9,7 +9,7 @@ import (
 )
 
 // Usage is how much of each staging bound ([Limits]) a vessel uses. A full
-// bound fails closed with ErrStagingExhausted, so watch Usage and warn
+// bound fails closed with sourcecatalog.ErrStagingExhausted, so watch Usage and warn
 // before it fills: with DefaultLimits and no [WithRetention], a vessel
 // stops finalizing after 32 finalized snapshots — about eight hours of
 // 15-minute cycles — until an operator prunes.
@@ -101,10 +101,10 @@ func (r *Receiver) admitNewSnapshot(ctx context.Context, tx Tx, size int64) erro
 		return err
 	}
 	if !u.IncompleteSnapshots.fits(1) {
-		return sourcecatalog.Errorf(ErrStagingExhausted, "too many incomplete snapshots staged for the vessel")
+		return sourcecatalog.Errorf(sourcecatalog.ErrStagingExhausted, "too many incomplete snapshots staged for the vessel")
 	}
 	if !u.IncompleteBytes.fits(size) {
-		return sourcecatalog.Errorf(ErrStagingExhausted, "incomplete staging bytes exhausted for the vessel")
+		return sourcecatalog.Errorf(sourcecatalog.ErrStagingExhausted, "incomplete staging bytes exhausted for the vessel")
 	}
 	return nil
 }
@@ -116,7 +116,7 @@ func (r *Receiver) admitBytes(ctx context.Context, tx Tx, size int64) error {
 		return err
 	}
 	if !u.IncompleteBytes.fits(size) {
-		return sourcecatalog.Errorf(ErrStagingExhausted, "incomplete staging bytes exhausted for the vessel")
+		return sourcecatalog.Errorf(sourcecatalog.ErrStagingExhausted, "incomplete staging bytes exhausted for the vessel")
 	}
 	return nil
 }

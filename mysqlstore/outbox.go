@@ -119,7 +119,7 @@ func (t *outboxTx) Entries(ctx context.Context, snapshot uuid.UUID) ([]outbox.En
 	t.check()
 	out, err := t.entries(ctx, "read outbox entries", `WHERE vessel_id = ? AND snapshot_id = ? ORDER BY chunk_index`, t.vessel, snapshot[:])
 	if err == nil && len(out) == 0 {
-		return nil, outbox.ErrNotFound
+		return nil, sourcecatalog.ErrNotFound
 	}
 	return out, err
 }
@@ -186,7 +186,7 @@ func (t *outboxTx) SetState(ctx context.Context, snapshot uuid.UUID, chunkIndex 
 		return wrap("set outbox state", err)
 	}
 	if found == 0 {
-		return outbox.ErrNotFound
+		return sourcecatalog.ErrNotFound
 	}
 	return nil
 }

@@ -153,7 +153,7 @@ func (t *tx) Snapshot(ctx context.Context, id uuid.UUID) (finalize.Snapshot, err
 	if i := t.snapshotAt(id); i >= 0 {
 		return t.snapshots[i], nil
 	}
-	return finalize.Snapshot{}, finalize.ErrNotFound
+	return finalize.Snapshot{}, sourcecatalog.ErrNotFound
 }
 
 func (t *tx) Snapshots(ctx context.Context) ([]finalize.Snapshot, error) {
@@ -263,7 +263,7 @@ func (t *tx) Chunk(ctx context.Context, snapshot uuid.UUID, index int) (finalize
 	err := t.tx.QueryRowContext(ctx, `SELECT payload_sha256, chunk_canonical FROM signalk_catalog_chunks_v2
 		WHERE vessel_id = ? AND snapshot_id = ? AND chunk_index = ?`, t.vessel, snapshot[:], index).Scan(&digest, &c.Canonical)
 	if errors.Is(err, sql.ErrNoRows) {
-		return c, finalize.ErrNotFound
+		return c, sourcecatalog.ErrNotFound
 	}
 	copy(c.Payload[:], digest)
 	return c, wrap("read chunk", err)

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/google/uuid"
+	"github.com/yachtmemory/sourcecatalog"
 )
 
 // MemStore is a concurrency-safe in-memory Store, the embedded default and
@@ -112,7 +113,7 @@ func (t *memTx) Entries(ctx context.Context, snapshot uuid.UUID) ([]Entry, error
 		}
 	}
 	if len(out) == 0 {
-		return nil, ErrNotFound
+		return nil, sourcecatalog.ErrNotFound
 	}
 	slices.SortFunc(out, func(a, b Entry) int { return cmp.Compare(a.ChunkIndex, b.ChunkIndex) })
 	return out, nil
@@ -153,7 +154,7 @@ func (t *memTx) SetState(ctx context.Context, snapshot uuid.UUID, chunkIndex int
 	_, committed := t.v.at[k]
 	added := slices.ContainsFunc(t.added, func(e Entry) bool { return e.SnapshotID == snapshot && e.ChunkIndex == chunkIndex })
 	if !committed && !added {
-		return ErrNotFound
+		return sourcecatalog.ErrNotFound
 	}
 	if t.states == nil {
 		t.states = make(map[entryKey]State)

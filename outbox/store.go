@@ -2,7 +2,6 @@ package outbox
 
 import (
 	"context"
-	"errors"
 
 	"github.com/google/uuid"
 	"github.com/yachtmemory/sourcecatalog/canonical"
@@ -33,10 +32,6 @@ type Store interface {
 	WithVessel(ctx context.Context, vesselID uuid.UUID, fn func(tx Tx) error) error
 }
 
-// ErrNotFound is returned by Tx.Entries for a snapshot with no entries and
-// by Tx.SetState for an entry that does not exist.
-var ErrNotFound = errors.New("outbox: not found")
-
 // A Tx is the transaction WithVessel hands to its callback, on one vessel.
 // Byte slices passed in are never modified afterwards; slices returned must
 // not be modified by the caller and keep their contents after the
@@ -52,7 +47,7 @@ type Tx interface {
 	NextRevision(ctx context.Context) (int64, error)
 
 	// Entries returns the entries of a snapshot in entity order (manifest
-	// first, then chunks by index), or ErrNotFound.
+	// first, then chunks by index), or sourcecatalog.ErrNotFound.
 	Entries(ctx context.Context, snapshot uuid.UUID) ([]Entry, error)
 
 	// PutEntries inserts entries. The Writer never puts an entry twice.
@@ -65,7 +60,7 @@ type Tx interface {
 
 	// SetState sets the state of the entry with the given snapshot and
 	// chunk index (sourcecatalog.NoIndex for the manifest). It returns
-	// ErrNotFound when there is no such entry.
+	// sourcecatalog.ErrNotFound when there is no such entry.
 	SetState(ctx context.Context, snapshot uuid.UUID, chunkIndex int, state State) error
 }
 

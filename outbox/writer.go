@@ -77,7 +77,7 @@ func (w *Writer) Commit(ctx context.Context, c Cycle) (Commit, error) {
 		switch {
 		case err == nil:
 			return w.retried(c, existing, &out)
-		case !errors.Is(err, ErrNotFound):
+		case !errors.Is(err, sourcecatalog.ErrNotFound):
 			return err
 		}
 		rev, err := tx.NextRevision(ctx)

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
+	"github.com/yachtmemory/sourcecatalog"
 	"github.com/yachtmemory/sourcecatalog/outbox"
 )
 
@@ -89,7 +90,7 @@ func (t *outboxTx) entries(ctx context.Context, op, where string, args ...any) (
 func (t *outboxTx) Entries(ctx context.Context, snapshot uuid.UUID) ([]outbox.Entry, error) {
 	out, err := t.entries(ctx, "read outbox entries", `WHERE vessel_id = ? AND snapshot_id = ? ORDER BY chunk_index`, t.vessel, snapshot[:])
 	if err == nil && len(out) == 0 {
-		return nil, outbox.ErrNotFound
+		return nil, sourcecatalog.ErrNotFound
 	}
 	return out, err
 }
@@ -144,7 +145,7 @@ func (t *outboxTx) SetState(ctx context.Context, snapshot uuid.UUID, chunkIndex 
 		return t.fail(ctx, "set outbox state", err)
 	}
 	if n == 0 {
-		return outbox.ErrNotFound
+		return sourcecatalog.ErrNotFound
 	}
 	return nil
 }

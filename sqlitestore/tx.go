@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/yachtmemory/sourcecatalog"
 	"github.com/yachtmemory/sourcecatalog/finalize"
 	"github.com/yachtmemory/sourcecatalog/internal/indexblob"
 )
@@ -164,7 +165,7 @@ func (t *tx) Snapshot(ctx context.Context, id uuid.UUID) (finalize.Snapshot, err
 	err := t.query(ctx, "read snapshot", `SELECT `+snapshotColumns+` FROM snapshots WHERE vessel_id = ? AND snapshot_id = ?`,
 		[]any{t.vessel, id[:]}, func(r *sql.Rows) error { found = true; return scanSnapshot(r, &s) })
 	if err == nil && !found {
-		err = finalize.ErrNotFound
+		err = sourcecatalog.ErrNotFound
 	}
 	return s, err
 }
@@ -225,7 +226,7 @@ func (t *tx) Chunk(ctx context.Context, snapshot uuid.UUID, index int) (finalize
 	found, err := t.queryRow(ctx, "read chunk", `SELECT payload_sha256, chunk_canonical FROM chunks
 		WHERE vessel_id = ? AND snapshot_id = ? AND chunk_index = ?`, []any{t.vessel, snapshot[:], index}, &digest, &c.Canonical)
 	if err == nil && !found {
-		err = finalize.ErrNotFound
+		err = sourcecatalog.ErrNotFound
 	}
 	copy(c.Payload[:], digest)
 	return c, err

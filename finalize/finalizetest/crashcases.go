@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/yachtmemory/sourcecatalog"
 	"github.com/yachtmemory/sourcecatalog/envelope"
 	"github.com/yachtmemory/sourcecatalog/finalize"
 )
@@ -173,7 +174,7 @@ func testRerunCallbacks(t *testing.T, newStore NewStore) {
 	conflict := e.build(3, baseInventory())
 	e.deliverAll(messagesOf(t, conflict), envelope.Staged)
 	out, err := e.r.Finalize(e.ctx, e.vessel, idOf(conflict))
-	require.ErrorIs(t, err, finalize.ErrRevisionConflict)
+	require.ErrorIs(t, err, sourcecatalog.ErrRevisionConflict)
 	require.Equal(t, finalize.Rejected, out.Status)
 
 	c := e.build(4, baseInventory().withSensors("sensor", 150, "m"))

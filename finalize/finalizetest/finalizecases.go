@@ -56,7 +56,7 @@ func testNothingActive(t *testing.T, newStore NewStore) {
 
 	unknown := e.ids.next()
 	require.Equal(t, finalize.Outcome{
-		Status: finalize.StatusStaging, VesselID: e.vessel, SnapshotID: unknown, MissingManifest: true,
+		Status: finalize.Staging, VesselID: e.vessel, SnapshotID: unknown, MissingManifest: true,
 	}, e.finalize(unknown), "an unknown snapshot: nothing staged, nothing active")
 	require.Empty(t, e.reconcile())
 
@@ -81,7 +81,7 @@ func testMissingChunk(t *testing.T, newStore NewStore) {
 	msgs := messagesOf(t, s)
 	e.deliverAll(slices.Delete(slices.Clone(msgs), 3, 4), envelope.Staged) // chunk 2 missing
 
-	want := e.outcome(finalize.StatusStaging, s, a)
+	want := e.outcome(finalize.Staging, s, a)
 	want.MissingChunks = []int{2}
 	for range 3 {
 		require.Equal(t, want, e.finalize(idOf(s)), "Finalize of an incomplete set is idempotent")
@@ -108,7 +108,7 @@ func testMissingManifest(t *testing.T, newStore NewStore) {
 	msgs := messagesOf(t, s)
 	e.deliverAll(msgs[1:], envelope.Staged)
 
-	want := e.outcome(finalize.StatusStaging, s, a)
+	want := e.outcome(finalize.Staging, s, a)
 	want.MissingManifest = true
 	require.Equal(t, want, e.finalize(idOf(s)), "chunk indexes are unknown without the manifest")
 	require.Equal(t, want, e.finalize(idOf(s)))
@@ -158,7 +158,7 @@ func testReconcile(t *testing.T, newStore NewStore) {
 	}, e.reconcile())
 	e.requireActive(a, s3)
 	require.Empty(t, e.reconcile(), "nothing left to reconcile")
-	out := e.outcome(finalize.StatusStaging, s4, s3)
+	out := e.outcome(finalize.Staging, s4, s3)
 	out.MissingManifest = true
 	require.Equal(t, out, e.finalize(idOf(s4)))
 }
@@ -212,9 +212,9 @@ func testSameRevisionOtherDocument(t *testing.T, newStore NewStore) {
 	e.deliverAll(messagesOf(t, other), envelope.Staged)
 	for range 2 {
 		out, err := e.r.Finalize(e.ctx, e.vessel, idOf(other))
-		require.ErrorIs(t, err, finalize.ErrRevisionConflict)
+		require.ErrorIs(t, err, sourcecatalog.ErrRevisionConflict)
 		require.Equal(t, finalize.Rejected, out.Status)
-		require.ErrorIs(t, out.Err, finalize.ErrRevisionConflict)
+		require.ErrorIs(t, out.Err, sourcecatalog.ErrRevisionConflict)
 		out.Err = nil
 		require.Equal(t, e.outcome(finalize.Rejected, other, a), e.sansUsage(out))
 		e.requireActive(first, a)

@@ -257,7 +257,7 @@ func (e *env) reconcile() []finalize.Outcome {
 func (e *env) requireNothingStaged(id uuid.UUID) {
 	e.t.Helper()
 	out := e.finalize(id)
-	require.Equal(e.t, finalize.StatusStaging, out.Status)
+	require.Equal(e.t, finalize.Staging, out.Status)
 	require.True(e.t, out.MissingManifest, "nothing staged: the manifest is missing")
 	require.Zero(e.t, out.Revision, "nothing of the snapshot is staged")
 }
@@ -267,7 +267,7 @@ func (e *env) requireNothingStaged(id uuid.UUID) {
 func (e *env) requireMissing(id uuid.UUID, chunks ...int) {
 	e.t.Helper()
 	out := e.finalize(id)
-	require.Equal(e.t, finalize.StatusStaging, out.Status)
+	require.Equal(e.t, finalize.Staging, out.Status)
 	require.False(e.t, out.MissingManifest, "the manifest is staged")
 	require.Equal(e.t, chunks, out.MissingChunks, "missing chunks")
 }

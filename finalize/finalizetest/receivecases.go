@@ -137,7 +137,7 @@ func (r *rivals) deliver(t *testing.T, e *env, m message, at string) {
 		require.NoError(t, err, "%s: %s", at, m.name)
 		requireReceipt(t, m, envelope.AlreadyReceived, rc, at)
 	default:
-		require.ErrorIs(t, err, finalize.ErrConflict, "%s: %s after %s", at, m.name, r.winner)
+		require.ErrorIs(t, err, sourcecatalog.ErrConflict, "%s: %s after %s", at, m.name, r.winner)
 		require.Zero(t, rc, "%s: a refused message gets no receipt", at)
 	}
 }
@@ -146,7 +146,7 @@ func (r *rivals) deliver(t *testing.T, e *env, m message, at string) {
 // only the winner staged.
 func (r *rivals) requireStaging(t *testing.T, out finalize.Outcome, at string) {
 	t.Helper()
-	require.Equal(t, finalize.StatusStaging, out.Status, at)
+	require.Equal(t, finalize.Staging, out.Status, at)
 	var rev int64
 	for _, m := range r.msgs {
 		if m.name == r.winner {
@@ -216,7 +216,7 @@ func testAnyOrder(t *testing.T, newStore NewStore) {
 			case 0:
 				out := e.finalize(idOf(b))
 				switch out.Status {
-				case finalize.StatusStaging:
+				case finalize.Staging:
 					d.requireStaging(t, b, out)
 					require.Equal(t, idOf(a), out.ActiveSnapshot, at(i))
 				case finalize.Activated:
@@ -227,7 +227,7 @@ func testAnyOrder(t *testing.T, newStore NewStore) {
 				}
 			case 1:
 				out := e.finalize(idOf(old))
-				if out.Status == finalize.StatusStaging {
+				if out.Status == finalize.Staging {
 					d.requireStaging(t, old, out)
 				} else {
 					require.True(t, d.complete(old), at(i))
@@ -331,7 +331,7 @@ func testChunkConflict(t *testing.T, newStore NewStore) {
 
 	// Before the manifest.
 	e.deliver(msgs[1], envelope.Staged)
-	e.refuse(others[1], finalize.ErrConflict)
+	e.refuse(others[1], sourcecatalog.ErrConflict)
 	e.deliver(msgs[1], envelope.AlreadyReceived)
 
 	// With the manifest, the set incomplete.
@@ -342,7 +342,7 @@ func testChunkConflict(t *testing.T, newStore NewStore) {
 	require.Equal(t, []int{last - 1}, out.MissingChunks)
 	for i := 1; i < last; i++ {
 		require.NotEqual(t, msgs[i].raw, others[i].raw, "fixture: other bytes at chunk %d", i-1)
-		e.refuse(others[i], finalize.ErrConflict)
+		e.refuse(others[i], sourcecatalog.ErrConflict)
 		e.requireUnchanged(idOf(s), out, view)
 		e.deliver(msgs[i], envelope.AlreadyReceived)
 	}
@@ -353,7 +353,7 @@ func testChunkConflict(t *testing.T, newStore NewStore) {
 	e.requireActive(a, s)
 	out, view = e.outcome(finalize.AlreadyActive, s, s), e.active()
 	for i := 1; i < len(msgs); i++ {
-		e.refuse(others[i], finalize.ErrConflict)
+		e.refuse(others[i], sourcecatalog.ErrConflict)
 		e.requireUnchanged(idOf(s), out, view)
 	}
 }
@@ -377,9 +377,9 @@ func testManifestConflict(t *testing.T, newStore NewStore) {
 	e.deliver(msgs[0], envelope.Staged)
 	e.deliver(msgs[1], envelope.Staged)
 	out, view := e.finalize(idOf(s)), e.active()
-	require.Equal(t, finalize.StatusStaging, out.Status)
+	require.Equal(t, finalize.Staging, out.Status)
 	for _, c := range conflicting {
-		e.refuse(c, finalize.ErrConflict)
+		e.refuse(c, sourcecatalog.ErrConflict)
 		e.requireUnchanged(idOf(s), out, view)
 	}
 	e.deliver(msgs[0], envelope.AlreadyReceived)
@@ -389,7 +389,7 @@ func testManifestConflict(t *testing.T, newStore NewStore) {
 	e.requireActive(a, s)
 	out, view = e.outcome(finalize.AlreadyActive, s, s), e.active()
 	for _, c := range conflicting {
-		e.refuse(c, finalize.ErrConflict)
+		e.refuse(c, sourcecatalog.ErrConflict)
 		e.requireUnchanged(idOf(s), out, view)
 	}
 }
@@ -406,15 +406,15 @@ func testRevisionMismatch(t *testing.T, newStore NewStore) {
 
 	e.deliver(msgs[1], envelope.Staged)
 	out, view := e.finalize(idOf(s)), e.active()
-	e.refuse(msgs8[1], finalize.ErrConflict) // same index and payload, other revision
-	e.refuse(msgs8[2], finalize.ErrConflict) // another index
-	e.refuse(msgs8[0], finalize.ErrConflict) // the manifest
+	e.refuse(msgs8[1], sourcecatalog.ErrConflict) // same index and payload, other revision
+	e.refuse(msgs8[2], sourcecatalog.ErrConflict) // another index
+	e.refuse(msgs8[0], sourcecatalog.ErrConflict) // the manifest
 	e.requireUnchanged(idOf(s), out, view)
 
 	e.deliver(msgs[0], envelope.Staged)
 	out = e.finalize(idOf(s))
-	e.refuse(msgs8[3], finalize.ErrConflict)
-	e.refuse(msgs8[0], finalize.ErrConflict)
+	e.refuse(msgs8[3], sourcecatalog.ErrConflict)
+	e.refuse(msgs8[0], sourcecatalog.ErrConflict)
 	e.requireUnchanged(idOf(s), out, view)
 
 	e.deliverAll(msgs[2:], envelope.Staged)
@@ -431,7 +431,7 @@ func testChunkBeyondChunkCount(t *testing.T, newStore NewStore) {
 
 	e.deliver(msgs[0], envelope.Staged)
 	for _, m := range bigs[2:] { // chunk indexes 1.. beyond chunk_count 1
-		e.refuse(m, finalize.ErrConflict)
+		e.refuse(m, sourcecatalog.ErrConflict)
 	}
 	e.requireMissing(idOf(s), 0)
 	e.deliver(msgs[1], envelope.Staged)
@@ -473,11 +473,11 @@ func testContradictionEitherOrder(t *testing.T, newStore NewStore) {
 			view := e.active()
 			e.deliver(first, envelope.Staged)
 			for range 2 {
-				e.refuse(second, finalize.ErrConflict)
+				e.refuse(second, sourcecatalog.ErrConflict)
 				e.deliver(first, envelope.AlreadyReceived)
 			}
 			out := e.finalize(idOf(s))
-			require.Equal(t, finalize.StatusStaging, out.Status, tc.name)
+			require.Equal(t, finalize.Staging, out.Status, tc.name)
 			require.Equal(t, first.want.Revision, out.Revision, "%s: only %s is staged", tc.name, first.name)
 			require.Equal(t, !first.manifest, out.MissingManifest, "%s: only %s is staged", tc.name, first.name)
 			if first.manifest {
@@ -510,11 +510,11 @@ func testForeignVessel(t *testing.T, newStore NewStore) {
 	stranger := e.forVessel(e.ids.next())
 
 	// A message naming e's vessel from another authenticated origin.
-	e.refuseAs(stranger.origin, msgs[0], finalize.ErrForeignVessel)
+	e.refuseAs(stranger.origin, msgs[0], sourcecatalog.ErrForeignVessel)
 	e.requireNothingStaged(idOf(s))
 	stranger.requireNothingStaged(idOf(s))
 
-	e.refuseAs(stranger.origin, msgs[2], finalize.ErrForeignVessel)
+	e.refuseAs(stranger.origin, msgs[2], sourcecatalog.ErrForeignVessel)
 	e.deliver(msgs[0], envelope.Staged)
 	e.deliver(msgs[1], envelope.Staged)
 	e.deliverAll(msgs[3:], envelope.Staged)
@@ -552,7 +552,7 @@ func testUnregisteredVessel(t *testing.T, newStore NewStore) {
 	u := e.forVessel(e.ids.next())
 	su := u.build(1, baseInventory())
 	for _, m := range messagesOf(t, su) {
-		u.refuse(m, finalize.ErrUnregisteredVessel)
+		u.refuse(m, sourcecatalog.ErrUnregisteredVessel)
 	}
 	u.requireNothingStaged(idOf(su))
 
@@ -564,13 +564,13 @@ func testUnregisteredVessel(t *testing.T, newStore NewStore) {
 	s2 := e.build(2, changedInventory(t))
 	for _, m := range messagesOf(t, s2) {
 		e.refuse(m, broken)
-		e.refuse(m, finalize.ErrStoreUnavailable)
+		e.refuse(m, sourcecatalog.ErrStoreUnavailable)
 	}
 	reg.set(e.vessel, false, nil)
 	for _, m := range messagesOf(t, s2) {
-		e.refuse(m, finalize.ErrUnregisteredVessel)
+		e.refuse(m, sourcecatalog.ErrUnregisteredVessel)
 	}
-	e.refuse(messagesOf(t, s)[1], finalize.ErrUnregisteredVessel)
+	e.refuse(messagesOf(t, s)[1], sourcecatalog.ErrUnregisteredVessel)
 	reg.set(e.vessel, true, nil)
 	e.requireNothingStaged(idOf(s2))
 	e.requireActive(s)
@@ -724,7 +724,7 @@ func testCancelledContext(t *testing.T, newStore NewStore) {
 	}
 	for name, call := range calls {
 		err := call()
-		require.ErrorIs(t, err, finalize.ErrStoreUnavailable, name)
+		require.ErrorIs(t, err, sourcecatalog.ErrStoreUnavailable, name)
 		require.ErrorIs(t, err, context.Canceled, name)
 	}
 	e.requireMissing(idOf(s), 1, 2, 3)

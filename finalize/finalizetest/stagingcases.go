@@ -5,6 +5,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+	"github.com/yachtmemory/sourcecatalog"
 	"github.com/yachtmemory/sourcecatalog/envelope"
 	"github.com/yachtmemory/sourcecatalog/finalize"
 )
@@ -77,7 +78,7 @@ func (e *env) sansUsage(out finalize.Outcome) finalize.Outcome {
 func (e *env) requireExhausted(id uuid.UUID) {
 	e.t.Helper()
 	out, err := e.r.Finalize(e.ctx, e.vessel, id)
-	require.ErrorIs(e.t, err, finalize.ErrStagingExhausted)
+	require.ErrorIs(e.t, err, sourcecatalog.ErrStagingExhausted)
 	require.Zero(e.t, out, "no outcome when Finalize fails")
 }
 
@@ -94,8 +95,8 @@ func testIncompleteCount(t *testing.T, newStore NewStore) {
 
 	e.deliver(m1[0], envelope.Staged)
 	e.deliver(m2[2], envelope.Staged)
-	e.refuse(m3[0], finalize.ErrStagingExhausted) // a third incomplete snapshot
-	e.refuse(m3[1], finalize.ErrStagingExhausted)
+	e.refuse(m3[0], sourcecatalog.ErrStagingExhausted) // a third incomplete snapshot
+	e.refuse(m3[1], sourcecatalog.ErrStagingExhausted)
 	e.requireNothingStaged(idOf(s3))
 	e.deliver(m1[0], envelope.AlreadyReceived) // retries are still answered
 	e.deliver(m2[2], envelope.AlreadyReceived)
@@ -105,7 +106,7 @@ func testIncompleteCount(t *testing.T, newStore NewStore) {
 	e.discard(idOf(s2))
 	e.requireNothingStaged(idOf(s2))
 	e.deliverAll(m3, envelope.Staged)
-	e.refuse(m2[2], finalize.ErrStagingExhausted)
+	e.refuse(m2[2], sourcecatalog.ErrStagingExhausted)
 
 	// Finalizing frees room too.
 	e.deliverAll(m1[2:], envelope.Staged)
@@ -133,7 +134,7 @@ func testIncompleteBytes(t *testing.T, newStore NewStore) {
 	tight := e.over(finalize.NewReceiver(e.store, limits(size1-1)))
 	last := len(m1) - 1
 	tight.deliverAll(m1[:last], envelope.Staged)
-	tight.refuse(m1[last], finalize.ErrStagingExhausted)
+	tight.refuse(m1[last], sourcecatalog.ErrStagingExhausted)
 	tight.requireMissing(idOf(s1), last-1)
 	tight.deliverAll(m1[:last], envelope.AlreadyReceived)
 	tight.requireActive(a)
@@ -141,8 +142,8 @@ func testIncompleteBytes(t *testing.T, newStore NewStore) {
 	// Exactly s1: nothing else fits until s1 is finalized.
 	exact := e.over(finalize.NewReceiver(e.store, limits(size1)))
 	exact.deliver(m1[last], envelope.Staged)
-	exact.refuse(m2[0], finalize.ErrStagingExhausted)
-	exact.refuse(m2[1], finalize.ErrStagingExhausted)
+	exact.refuse(m2[0], sourcecatalog.ErrStagingExhausted)
+	exact.refuse(m2[1], sourcecatalog.ErrStagingExhausted)
 	exact.requireNothingStaged(idOf(s2))
 	require.Equal(t, finalize.Activated, exact.finalize(idOf(s1)).Status)
 	exact.deliverAll(m2, envelope.Staged)
@@ -393,7 +394,7 @@ func testUsage(t *testing.T, newStore NewStore) {
 	incomplete(0, m2[:2])
 	check("s2 growing")
 	e.deliverAll(m2[:3], envelope.AlreadyReceived)
-	e.refuse(messagesOf(t, e.buildAs(idOf(s2), 2, baseInventory()))[0], finalize.ErrConflict)
+	e.refuse(messagesOf(t, e.buildAs(idOf(s2), 2, baseInventory()))[0], sourcecatalog.ErrConflict)
 	check("retries and refusals stage nothing")
 
 	e.deliverAll(m1, envelope.Staged)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+	"github.com/yachtmemory/sourcecatalog"
 	"github.com/yachtmemory/sourcecatalog/canonical"
 	"github.com/yachtmemory/sourcecatalog/catalog"
 	"github.com/yachtmemory/sourcecatalog/finalize"
@@ -114,9 +115,9 @@ func testStoreRollback(t *testing.T, newStore NewStore) {
 
 	e.in(func(tx finalize.Tx) error {
 		_, err := tx.Snapshot(e.ctx, s.ID)
-		require.ErrorIs(t, err, finalize.ErrNotFound, "a failed callback leaves nothing written")
+		require.ErrorIs(t, err, sourcecatalog.ErrNotFound, "a failed callback leaves nothing written")
 		_, err = tx.Chunk(e.ctx, s.ID, 0)
-		require.ErrorIs(t, err, finalize.ErrNotFound, "a failed callback leaves no chunk written")
+		require.ErrorIs(t, err, sourcecatalog.ErrNotFound, "a failed callback leaves no chunk written")
 		got, err := tx.Snapshot(e.ctx, kept.ID)
 		require.NoError(t, err, "a failed callback deletes nothing")
 		require.Equal(t, kept, got, "a failed callback changes no snapshot")
@@ -138,9 +139,9 @@ func testStoreNotFound(t *testing.T, newStore NewStore) {
 	s := e.stagedSnapshot(1, 2)
 	e.in(func(tx finalize.Tx) error {
 		_, err := tx.Snapshot(e.ctx, s.ID)
-		require.ErrorIs(t, err, finalize.ErrNotFound, "Tx.Snapshot of an unknown snapshot returns ErrNotFound (finalize.Tx contract)")
+		require.ErrorIs(t, err, sourcecatalog.ErrNotFound, "Tx.Snapshot of an unknown snapshot returns ErrNotFound (finalize.Tx contract)")
 		_, err = tx.Chunk(e.ctx, s.ID, 0)
-		require.ErrorIs(t, err, finalize.ErrNotFound, "Tx.Chunk of an unknown chunk returns ErrNotFound (finalize.Tx contract)")
+		require.ErrorIs(t, err, sourcecatalog.ErrNotFound, "Tx.Chunk of an unknown chunk returns ErrNotFound (finalize.Tx contract)")
 		if err := tx.PutSnapshot(e.ctx, s); err != nil {
 			return err
 		}
@@ -148,12 +149,12 @@ func testStoreNotFound(t *testing.T, newStore NewStore) {
 			return err
 		}
 		_, err = tx.Chunk(e.ctx, s.ID, 1)
-		require.ErrorIs(t, err, finalize.ErrNotFound, "another index of a staged snapshot")
+		require.ErrorIs(t, err, sourcecatalog.ErrNotFound, "another index of a staged snapshot")
 		return nil
 	})
 	e.in(func(tx finalize.Tx) error {
 		_, err := tx.Chunk(e.ctx, s.ID, 1)
-		require.ErrorIs(t, err, finalize.ErrNotFound, "Tx.Chunk of an unknown chunk returns ErrNotFound (finalize.Tx contract)")
+		require.ErrorIs(t, err, sourcecatalog.ErrNotFound, "Tx.Chunk of an unknown chunk returns ErrNotFound (finalize.Tx contract)")
 		chunks, err := tx.Chunks(e.ctx, e.ids.next())
 		require.NoError(t, err, "Chunks of an unknown snapshot")
 		require.Empty(t, chunks, "Chunks of an unknown snapshot is empty")
@@ -205,9 +206,9 @@ func testStoreDelete(t *testing.T, newStore NewStore) {
 	})
 	requireGone := func(tx finalize.Tx, id uuid.UUID) {
 		_, err := tx.Snapshot(e.ctx, id)
-		require.ErrorIs(t, err, finalize.ErrNotFound, "a deleted snapshot is not found")
+		require.ErrorIs(t, err, sourcecatalog.ErrNotFound, "a deleted snapshot is not found")
 		_, err = tx.Chunk(e.ctx, id, 0)
-		require.ErrorIs(t, err, finalize.ErrNotFound, "chunks go with their snapshot")
+		require.ErrorIs(t, err, sourcecatalog.ErrNotFound, "chunks go with their snapshot")
 		chunks, err := tx.Chunks(e.ctx, id)
 		require.NoError(t, err)
 		require.Empty(t, chunks, "chunks go with their snapshot")
@@ -237,7 +238,7 @@ func testStoreDelete(t *testing.T, newStore NewStore) {
 		require.NoError(t, err)
 		require.Empty(t, chunks, "a snapshot deleted and put again has no chunks")
 		_, err = tx.Chunk(e.ctx, b.ID, 0)
-		require.ErrorIs(t, err, finalize.ErrNotFound, "a snapshot deleted and put again has no chunks")
+		require.ErrorIs(t, err, sourcecatalog.ErrNotFound, "a snapshot deleted and put again has no chunks")
 		return nil
 	})
 	e.in(func(tx finalize.Tx) error {
@@ -245,7 +246,7 @@ func testStoreDelete(t *testing.T, newStore NewStore) {
 		require.NoError(t, err)
 		require.Empty(t, chunks, "committed: a snapshot deleted and put again has no chunks")
 		_, err = tx.Chunk(e.ctx, b.ID, 1)
-		require.ErrorIs(t, err, finalize.ErrNotFound, "committed: a snapshot deleted and put again has no chunks")
+		require.ErrorIs(t, err, sourcecatalog.ErrNotFound, "committed: a snapshot deleted and put again has no chunks")
 		return nil
 	})
 }
@@ -382,9 +383,9 @@ func testStoreIsolation(t *testing.T, newStore NewStore) {
 	})
 	other.in(func(tx finalize.Tx) error {
 		_, err := tx.Snapshot(e.ctx, s.ID)
-		require.ErrorIs(t, err, finalize.ErrNotFound, "another vessel's snapshot")
+		require.ErrorIs(t, err, sourcecatalog.ErrNotFound, "another vessel's snapshot")
 		_, err = tx.Chunk(e.ctx, s.ID, 0)
-		require.ErrorIs(t, err, finalize.ErrNotFound, "another vessel's chunk")
+		require.ErrorIs(t, err, sourcecatalog.ErrNotFound, "another vessel's chunk")
 		all, err := tx.Snapshots(e.ctx)
 		require.NoError(t, err)
 		require.Empty(t, all, "a transaction sees only its own vessel's snapshots")

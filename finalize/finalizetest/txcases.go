@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/yachtmemory/sourcecatalog"
 	"github.com/yachtmemory/sourcecatalog/canonical"
 	"github.com/yachtmemory/sourcecatalog/catalog"
 	"github.com/yachtmemory/sourcecatalog/finalize"
@@ -176,13 +177,13 @@ func testBytesOutliveTransaction(t *testing.T, newStore NewStore) {
 	}
 	read := func(tx finalize.Tx, keepAll bool) {
 		got, err := tx.Snapshot(e.ctx, s.ID)
-		if !errors.Is(err, finalize.ErrNotFound) {
+		if !errors.Is(err, sourcecatalog.ErrNotFound) {
 			require.NoError(t, err, "Snapshot")
 		}
 		all, err := tx.Snapshots(e.ctx)
 		require.NoError(t, err, "Snapshots")
 		c, err := tx.Chunk(e.ctx, s.ID, 0)
-		if !errors.Is(err, finalize.ErrNotFound) {
+		if !errors.Is(err, sourcecatalog.ErrNotFound) {
 			require.NoError(t, err, "Chunk")
 		}
 		chunks, err := tx.Chunks(e.ctx, s.ID)

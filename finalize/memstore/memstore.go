@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/google/uuid"
+	"github.com/yachtmemory/sourcecatalog"
 	"github.com/yachtmemory/sourcecatalog/finalize"
 )
 
@@ -144,14 +145,14 @@ func (t *tx) Snapshot(ctx context.Context, id uuid.UUID) (finalize.Snapshot, err
 	}
 	if s, ok := t.snapshots[id]; ok {
 		if s == nil {
-			return finalize.Snapshot{}, finalize.ErrNotFound
+			return finalize.Snapshot{}, sourcecatalog.ErrNotFound
 		}
 		return *s, nil
 	}
 	if s, ok := t.v.snapshots[id]; ok {
 		return s, nil
 	}
-	return finalize.Snapshot{}, finalize.ErrNotFound
+	return finalize.Snapshot{}, sourcecatalog.ErrNotFound
 }
 
 func (t *tx) Snapshots(ctx context.Context) ([]finalize.Snapshot, error) {
@@ -214,7 +215,7 @@ func (t *tx) Chunk(ctx context.Context, snapshot uuid.UUID, index int) (finalize
 	if c, ok := t.v.chunks[k]; ok && !t.dropped[snapshot] {
 		return c, nil
 	}
-	return finalize.StagedChunk{}, finalize.ErrNotFound
+	return finalize.StagedChunk{}, sourcecatalog.ErrNotFound
 }
 
 func (t *tx) Chunks(ctx context.Context, snapshot uuid.UUID) ([]finalize.StagedChunk, error) {

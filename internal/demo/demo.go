@@ -497,9 +497,9 @@ func (d *run) cycle(records []*catalog.Record) error {
 		switch {
 		case p.Remaining == 0 && done:
 			return d.step(Step{Cycle: n, What: StepActivated})
-		case p.Remaining == 0 && out.Status == finalize.StatusStaging:
+		case p.Remaining == 0 && out.Status == finalize.Staging:
 			return fmt.Errorf("demo: cycle %d: every outbox entry was acknowledged, yet the snapshot is %s", n, outcome(out))
-		case !done && out.Status != finalize.StatusStaging:
+		case !done && out.Status != finalize.Staging:
 			return fmt.Errorf("demo: cycle %d: finalize: %s", n, outcome(out))
 		}
 	}
@@ -584,9 +584,9 @@ func describe(records []*catalog.Record) string {
 func outcome(o finalize.Outcome) string {
 	s := string(o.Status)
 	switch {
-	case o.Status == finalize.StatusStaging && o.MissingManifest:
+	case o.Status == finalize.Staging && o.MissingManifest:
 		s += ", missing the manifest"
-	case o.Status == finalize.StatusStaging:
+	case o.Status == finalize.Staging:
 		s += fmt.Sprintf(", missing %s %v", pluralWord(len(o.MissingChunks), "chunk"), o.MissingChunks)
 	case o.Status == finalize.Activated || o.Status == finalize.AlreadyActive:
 		s += fmt.Sprintf(", active revision %d", o.ActiveRevision)

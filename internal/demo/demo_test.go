@@ -121,7 +121,7 @@ func leftSource(t *testing.T, records []*catalog.Record) string {
 // firstDone is the first outcome that is not staging.
 func firstDone(list []finalize.OutcomeStatus) finalize.OutcomeStatus {
 	for _, o := range list {
-		if o != finalize.StatusStaging {
+		if o != finalize.Staging {
 			return o
 		}
 	}

@@ -31,6 +31,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+	"github.com/yachtmemory/sourcecatalog"
 	"github.com/yachtmemory/sourcecatalog/internal/suite"
 	"github.com/yachtmemory/sourcecatalog/outbox"
 )
@@ -125,7 +126,7 @@ func (e *env) requireNoEntries(id uuid.UUID) {
 	e.t.Helper()
 	e.in(func(tx outbox.Tx) error {
 		got, err := tx.Entries(e.ctx, id)
-		require.ErrorIs(e.t, err, outbox.ErrNotFound, "no entry of snapshot %s: got %d", id, len(got))
+		require.ErrorIs(e.t, err, sourcecatalog.ErrNotFound, "no entry of snapshot %s: got %d", id, len(got))
 		return nil
 	})
 }

@@ -135,7 +135,7 @@ func testRollback(t *testing.T, newStore NewStore) {
 	require.Equal(t, kept, e.pending(), "only the committed entries are pending")
 	e.requireNextRevision(2)
 	e.in(func(tx outbox.Tx) error {
-		require.ErrorIs(t, tx.SetState(e.ctx, lost[0].SnapshotID, lost[0].ChunkIndex, outbox.Delivered), outbox.ErrNotFound,
+		require.ErrorIs(t, tx.SetState(e.ctx, lost[0].SnapshotID, lost[0].ChunkIndex, outbox.Delivered), sourcecatalog.ErrNotFound,
 			"a rolled-back entry does not exist")
 		return nil
 	})
@@ -247,7 +247,7 @@ func testSetState(t *testing.T, newStore NewStore) {
 			snapshot uuid.UUID
 			index    int
 		}{{uuid.New(), sourcecatalog.NoIndex}, {uuid.New(), 0}, {a[0].SnapshotID, 2}, {a[0].SnapshotID, 7}} {
-			require.ErrorIs(t, tx.SetState(e.ctx, k.snapshot, k.index, outbox.Delivered), outbox.ErrNotFound,
+			require.ErrorIs(t, tx.SetState(e.ctx, k.snapshot, k.index, outbox.Delivered), sourcecatalog.ErrNotFound,
 				"SetState(%s, %d)", k.snapshot, k.index)
 		}
 		// An entry put in the same transaction.
@@ -306,7 +306,7 @@ func testVesselIsolation(t *testing.T, newStore NewStore) {
 	b.requireNoEntries(ea[0].SnapshotID)
 	require.Empty(t, b.pending(), "another vessel's entries are not pending here")
 	b.in(func(tx outbox.Tx) error {
-		require.ErrorIs(t, tx.SetState(b.ctx, ea[0].SnapshotID, ea[0].ChunkIndex, outbox.Delivered), outbox.ErrNotFound, "another vessel's entry is not found")
+		require.ErrorIs(t, tx.SetState(b.ctx, ea[0].SnapshotID, ea[0].ChunkIndex, outbox.Delivered), sourcecatalog.ErrNotFound, "another vessel's entry is not found")
 		return nil
 	})
 

@@ -1,0 +1,217 @@
+package httpbinding_test
+
+import (
+	"context"
+	"crypto/tls"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/yachtmemory/sourcecatalog"
+	"github.com/yachtmemory/sourcecatalog/envelope"
+	"github.com/yachtmemory/sourcecatalog/finalize"
+	"github.com/yachtmemory/sourcecatalog/httpbinding"
+)
+
+var (
+	vesselA = uuid.MustParse("0d1f3c5e-2a4b-4c6d-8e0f-1a2b3c4d5e6f")
+	vesselB = uuid.MustParse("5b0c7f6e-2d1a-4c3b-9e8f-0a1b2c3d4e5f")
+)
+
+// A vessel's credentials cannot stage, finalize or read another vessel's
+// data: a message naming B sent with A's certificate is refused 403
+// foreign_vessel and stages nothing for B, and completing B's snapshot
+// with A's credentials does not finalize it.
+func TestMutualTLSCannotActForAnotherVessel(t *testing.T) {
+	ctx := context.Background()
+	r := startRig(t, rigConfig{})
+	certA, certB := r.ca.vessel(t, vesselA), r.ca.vessel(t, vesselB)
+	asA, asB := r.client(t, &certA), r.client(t, &certB)
+	b := commitCycle(t, vesselB, uuid.Nil, "nav", 60) // manifest and 2 chunks
+	require.Len(t, b.entries, 3)
+
+	// Nothing of B's is staged by A.
+	_, err := asA.Send(ctx, b.entries[0])
+	requireRefused(t, err, sourcecatalog.ErrForeignVessel, "vessel_id")
+	u, err := r.recv.Usage(ctx, vesselB)
+	require.NoError(t, err)
+	assert.Zero(t, u.IncompleteSnapshots.Used+u.RetainedSnapshots.Used, "nothing staged for B")
+
+	// B stages all but its last chunk; A's copy of the last one is refused
+	// and the snapshot is not finalized.
+	for _, e := range b.entries[:2] {
+		rc, err := asB.Send(ctx, e)
+		require.NoError(t, err)
+		assert.False(t, rc.Complete)
+	}
+	_, err = asA.Send(ctx, b.entries[2])
+	requireRefused(t, err, sourcecatalog.ErrForeignVessel, "vessel_id")
+	out, err := r.recv.Finalize(ctx, vesselB, b.snapID)
+	require.NoError(t, err)
+	assert.Equal(t, finalize.Staging, out.Status)
+	assert.Equal(t, []int{1}, out.MissingChunks)
+	assert.Empty(t, r.events.of(httpbinding.EventFinalize), "A's request finalized nothing")
+
+	// The binding has no way to read: a GET is 405 and says nothing.
+	a := r.post(t, &certA, http.MethodGet, nil, nil)
+	assert.Equal(t, http.StatusMethodNotAllowed, a.status)
+	assert.Equal(t, "POST", a.header.Get("Allow"))
+	assert.NotContains(t, string(a.body), vesselB.String())
+}
+
+// requireRefused checks that err is the refusal of class at field.
+func requireRefused(t *testing.T, err error, class error, field string) {
+	t.Helper()
+	require.ErrorIs(t, err, class)
+	require.Equal(t, class, sourcecatalog.Class(err), "exactly one class: %v", err)
+	var e *sourcecatalog.Error
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, field, e.Field, "%v", err)
+}
+
+// Missing, expired and wrong-CA certificates: a missing one is answered
+// 401 by the Handler; a certificate that fails verification is refused by
+// the TLS handshake and never reaches the Handler. Either way nothing is
+// staged and the sender gets a classed error.
+func TestMutualTLSCredentials(t *testing.T) {
+	r := startRig(t, rigConfig{})
+	other := newCA(t, "another CA")
+	twoSANs := r.ca.clientWith(t, &url.URL{Scheme: "urn", Opaque: "uuid:" + vesselA.String()}, &url.URL{Scheme: "urn", Opaque: "uuid:" + vesselB.String()})
+	cases := []struct {
+		name      string
+		cert      func() *tls.Certificate
+		handshake bool // refused in the handshake, not by a 401
+	}{
+		{"missing", func() *tls.Certificate { return nil }, false},
+		{"no urn:uuid SAN", func() *tls.Certificate { c := r.ca.clientWith(t); return &c }, false},
+		{"two urn:uuid SANs", func() *tls.Certificate { return &twoSANs }, false},
+		{"uppercase UUID", func() *tls.Certificate {
+			c := r.ca.clientWith(t, &url.URL{Scheme: "urn", Opaque: "uuid:" + strings.ToUpper(vesselA.String())})
+			return &c
+		}, false},
+		{"expired", func() *tls.Certificate { c := r.ca.expiredVessel(t, vesselA); return &c }, true},
+		// crypto/tls offers only a certificate of a CA the server names.
+		{"another CA, withheld by the client", func() *tls.Certificate { c := other.vessel(t, vesselA); return &c }, false},
+		{"server certificate as client", func() *tls.Certificate { c := r.ca.server(t); return &c }, true},
+	}
+	entry := commitCycle(t, vesselA, uuid.Nil, "nav", 1).entries[0]
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			before := len(r.events.of(httpbinding.EventMessage))
+			_, err := r.client(t, tc.cert()).Send(context.Background(), entry)
+			checkCredentialRefusal(t, r, err, before, tc.handshake)
+		})
+	}
+	// A client that offers its certificate whatever CAs the server names
+	// (as curl does) is refused in the handshake.
+	t.Run("another CA, offered anyway", func(t *testing.T) {
+		before := len(r.events.of(httpbinding.EventMessage))
+		cert := other.vessel(t, vesselA)
+		tc := r.tlsFor(nil)
+		tc.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &cert, nil }
+		c, err := httpbinding.NewClient(r.url, httpbinding.WithTLSConfig(tc), httpbinding.WithTimeout(10*time.Second))
+		require.NoError(t, err)
+		_, err = c.Send(context.Background(), entry)
+		checkCredentialRefusal(t, r, err, before, true)
+	})
+}
+
+// checkCredentialRefusal checks that err is a refusal of credentials: a
+// 401 the Handler observed, or a handshake failure it never saw; and that
+// nothing was staged.
+func checkCredentialRefusal(t *testing.T, r *rig, err error, before int, handshake bool) {
+	t.Helper()
+	{
+		{
+			require.ErrorIs(t, err, sourcecatalog.ErrStoreUnavailable)
+			if handshake {
+				assert.NotErrorIs(t, err, httpbinding.ErrUnauthorized)
+				assert.Contains(t, err.Error(), "tls: ")
+				assert.Len(t, r.events.of(httpbinding.EventMessage), before, "the Handler saw nothing")
+			} else {
+				require.ErrorIs(t, err, httpbinding.ErrUnauthorized)
+				ev := r.events.of(httpbinding.EventMessage)
+				require.Len(t, ev, before+1)
+				assert.Equal(t, httpbinding.OutcomeUnauthenticated, ev[before].Outcome)
+			}
+			u, err := r.recv.Usage(context.Background(), vesselA)
+			require.NoError(t, err)
+			assert.Zero(t, u.IncompleteSnapshots.Used, "nothing staged")
+		}
+	}
+}
+
+// Bearer tokens: missing, malformed and unknown tokens are 401 with an RFC
+// 6750 challenge; a known token authenticates its vessel only.
+func TestBearerTokens(t *testing.T) {
+	const tokenA, tokenB = "token-of-vessel-a", "token-of-vessel-b"
+	tokens, err := httpbinding.ParseTokens(strings.NewReader(httpbinding.TokenHash(tokenA, vesselA) + "\n" + httpbinding.TokenHash(tokenB, vesselB) + "\n"))
+	require.NoError(t, err)
+	r := startRig(t, rigConfig{auth: func(*testCA) httpbinding.Authenticator { return tokens }})
+	a := commitCycle(t, vesselA, uuid.Nil, "nav", 1).entries[0]
+	cases := []struct {
+		name      string
+		header    string
+		status    int
+		challenge string
+	}{
+		{"missing", "", http.StatusUnauthorized, `Bearer realm="sourcecatalog"`},
+		{"unknown", "Bearer not-a-token", http.StatusUnauthorized, `Bearer realm="sourcecatalog", error="invalid_token"`},
+		{"the stored hash as token", "Bearer " + strings.Fields(httpbinding.TokenHash(tokenA, vesselA))[0], http.StatusUnauthorized, `Bearer realm="sourcecatalog", error="invalid_token"`},
+		{"basic", "Basic dXNlcjpwYXNz", http.StatusUnauthorized, `Bearer realm="sourcecatalog", error="invalid_token"`},
+		{"not b64token", "Bearer token with spaces", http.StatusUnauthorized, `Bearer realm="sourcecatalog", error="invalid_token"`},
+		{"token of B for A's message", "Bearer " + tokenB, http.StatusForbidden, ""},
+		{"token of A", "bearer " + tokenA, http.StatusOK, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ans := r.post(t, nil, http.MethodPost, map[string]string{"Authorization": tc.header}, wrap(a))
+			require.Equal(t, tc.status, ans.status, "%s", ans.body)
+			assert.Equal(t, tc.challenge, ans.header.Get("WWW-Authenticate"))
+			if tc.status == http.StatusForbidden {
+				assert.Equal(t, sourcecatalog.ErrForeignVessel, ans.refusal(t).Class)
+			}
+		})
+	}
+	// The Client sends the token.
+	rc, err := r.client(t, nil, httpbinding.WithBearerToken(tokenA)).Send(context.Background(), a)
+	require.NoError(t, err)
+	assert.Equal(t, envelope.AlreadyReceived, rc.Status)
+	_, err = r.client(t, nil, httpbinding.WithBearerToken("wrong")).Send(context.Background(), a)
+	require.ErrorIs(t, err, httpbinding.ErrUnauthorized)
+}
+
+// A bearer token sent without TLS is refused, even a known one.
+func TestBearerTokenNeedsTLS(t *testing.T) {
+	tokens, err := httpbinding.ParseTokens(strings.NewReader(httpbinding.TokenHash("tok", vesselA)))
+	require.NoError(t, err)
+	req := httptest.NewRequest(http.MethodPost, "http://receiver/", nil)
+	req.Header.Set("Authorization", "Bearer tok")
+	_, err = tokens.Authenticate(req)
+	require.ErrorIs(t, err, httpbinding.ErrBadCredentials)
+	req.TLS = &tls.ConnectionState{}
+	o, err := tokens.Authenticate(req)
+	require.NoError(t, err)
+	assert.Equal(t, vesselA, o.VesselID)
+}
+
+// MutualTLS trusts only chains crypto/tls verified: on a server that asks
+// for certificates without verifying them, any certificate is 401.
+func TestMutualTLSTrustsOnlyVerifiedChains(t *testing.T) {
+	unverified := tls.RequireAnyClientCert
+	r := startRig(t, rigConfig{clientAuth: &unverified})
+	other := newCA(t, "another CA").vessel(t, vesselA)
+	tc := r.tlsFor(nil)
+	tc.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &other, nil }
+	c, err := httpbinding.NewClient(r.url, httpbinding.WithTLSConfig(tc), httpbinding.WithTimeout(10*time.Second))
+	require.NoError(t, err)
+	defer c.CloseIdleConnections()
+	_, err = c.Send(context.Background(), commitCycle(t, vesselA, uuid.Nil, "nav", 1).entries[0])
+	require.ErrorIs(t, err, httpbinding.ErrUnauthorized)
+}

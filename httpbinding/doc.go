@@ -1,0 +1,49 @@
+// Package httpbinding is the HTTP binding of the Source Catalog protocol
+// v2 (SPEC.md §11): the receiver as an HTTPS endpoint, and the sender's
+// outbox.Transport that talks to it. One package holds both sides because
+// they share one wire contract — the request form, the media type, the
+// status of each error class — and each side's tests drive the other.
+//
+// # Server
+//
+// A [Handler] serves one wrapped outbox request (SPEC.md §7.3, the form of
+// envelope.DefaultWrapper) per POST: it authenticates the sender
+// ([Authenticator]: [MutualTLS], [Tokens], or [InsecureNoAuth] for tests),
+// reads at most [MaxRequestBody] bytes, hands the message to a
+// finalize.Receiver and answers with the receipt (200) or the refusal
+// (SPEC.md §9), its status given by the class ([StatusOf]). A 200 is
+// written only after the Receiver staged the message durably. When a
+// receipt reports the snapshot's set complete the Handler finalizes
+// before answering; a [Reconciler] finalizes what a crash or a failed
+// Finalize left behind, at start-up and on an interval.
+//
+// [NewServer] returns an http.Server hardened for the open network:
+// TLS 1.2 at least, HTTP/1.1 only, read-header, read, write and idle
+// timeouts, a header cap; the Handler adds a per-vessel limit of requests
+// in flight. An [Observer] is told of every request, Finalize and
+// reconciliation, for logs and metrics, without this package importing a
+// metrics library.
+//
+// # Client
+//
+// A [Client] posts an outbox entry, wrapped exactly as the Handler reads
+// it, and returns the strictly decoded receipt; a refusal comes back as an
+// error of its class (a conflict wraps sourcecatalog.ErrConflict, which
+// stops the snapshot in outbox.Publisher), and every other failure — the
+// network, a timeout, an answer lost or cut, an answer that breaks the
+// binding — as sourcecatalog.ErrStoreUnavailable, to be retried.
+//
+// # Security considerations
+//
+// A vessel's credentials authenticate only that vessel: the Receiver
+// refuses a message naming another vessel (403 foreign_vessel) before
+// staging anything, and the binding offers no way to read. Client
+// certificates are verified by crypto/tls against the operator's CAs
+// (only r.TLS.VerifiedChains is trusted); a certificate that fails is
+// refused in the handshake. Bearer tokens are kept as SHA-256 hashes,
+// compared in constant time, and refused over a connection without TLS.
+// Every read is bounded: the body (32,768 bytes, the rest never read), the
+// header, each phase of a connection in time, the answer the Client reads
+// (envelope.MaxAnswerSize). Refusals never carry a cause's text, which
+// may describe the server's internals; the Observer gets it.
+package httpbinding

@@ -1,0 +1,264 @@
+package httpbinding
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/yachtmemory/sourcecatalog"
+	"github.com/yachtmemory/sourcecatalog/envelope"
+	"github.com/yachtmemory/sourcecatalog/finalize"
+)
+
+// Defaults of a Handler.
+const (
+	DefaultMaxInFlight     = 4                // requests of one vessel at once
+	DefaultRetryAfter      = 30 * time.Second // Retry-After of 429 and 503 answers
+	DefaultFinalizeTimeout = 60 * time.Second // one Finalize after a complete receipt
+)
+
+// A Handler is the server side of the binding (SPEC.md §11): an
+// http.Handler that stages one wrapped outbox request per POST through a
+// finalize.Receiver and answers with its receipt or refusal. It answers
+// every path it is mounted at, and is safe for concurrent use.
+//
+// The answers, in the order the checks run:
+//
+//	405 a method other than POST (Allow: POST; plain text)
+//	401 the Authenticator refused (WWW-Authenticate from a Challenger; plain text)
+//	415 a Content-Type other than application/json (refusal unsupported)
+//	429 the vessel has its limit of requests in flight (refusal store_unavailable; Retry-After)
+//	413 a body over MaxRequestBody; the rest is not read (refusal limit_exceeded)
+//	400 the body could not be read, such as a sender cut by the read timeout (plain text)
+//	422 the request or its message does not decode, or its entity key does not name it
+//	403 foreign_vessel, unregistered_vessel
+//	409 conflict, revision_conflict
+//	503 staging_exhausted, store_unavailable (Retry-After)
+//	200 the receipt, only once the Receiver staged the message durably
+//
+// Every answer given before the body is read in full (405, 401, 415,
+// 429, 413, 400) hangs up after it, so that an unread body is never read. When a receipt reports the set
+// complete the Handler runs Finalize before answering (SPEC.md §11.4), on
+// a context detached from the request and bounded by the finalize
+// timeout; a Finalize failure is reported to the Observer and never
+// changes the answer, since the receipt is already durable.
+type Handler struct {
+	recv            *finalize.Receiver
+	auth            Authenticator
+	observe         Observer
+	limit           *limiter
+	retryAfter      time.Duration
+	finalizeTimeout time.Duration
+}
+
+var _ http.Handler = (*Handler)(nil)
+
+// A HandlerOption configures a Handler.
+type HandlerOption func(*Handler)
+
+// WithObserver makes the Handler report every request and every Finalize
+// to o.
+func WithObserver(o Observer) HandlerOption { return func(h *Handler) { h.observe = o } }
+
+// WithMaxInFlight sets how many requests of one vessel are served at once
+// (default DefaultMaxInFlight; at least 1); more are answered 429.
+func WithMaxInFlight(n int) HandlerOption {
+	return func(h *Handler) { h.limit = newLimiter(max(1, n)) }
+}
+
+// WithRetryAfter sets the Retry-After of 429 and 503 answers (default
+// DefaultRetryAfter, at least a second, in whole seconds).
+func WithRetryAfter(d time.Duration) HandlerOption { return func(h *Handler) { h.retryAfter = d } }
+
+// WithFinalizeTimeout bounds a Finalize run after a complete receipt
+// (default DefaultFinalizeTimeout). The server's WriteTimeout must exceed
+// it, or the sender loses the receipt of a slow activation (and resends).
+func WithFinalizeTimeout(d time.Duration) HandlerOption {
+	return func(h *Handler) { h.finalizeTimeout = d }
+}
+
+// NewHandler returns a Handler staging through recv, authenticating with
+// auth. It panics when recv or auth is nil: an unauthenticated Handler is
+// built only with InsecureNoAuth.
+func NewHandler(recv *finalize.Receiver, auth Authenticator, opts ...HandlerOption) *Handler {
+	if recv == nil || auth == nil {
+		panic("httpbinding: NewHandler needs a Receiver and an Authenticator")
+	}
+	h := &Handler{
+		recv: recv, auth: auth, observe: func(Event) {}, limit: newLimiter(DefaultMaxInFlight),
+		retryAfter: DefaultRetryAfter, finalizeTimeout: DefaultFinalizeTimeout,
+	}
+	for _, o := range opts {
+		o(h)
+	}
+	if h.observe == nil {
+		h.observe = func(Event) {}
+	}
+	return h
+}
+
+// ServeHTTP implements http.Handler.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	ev := &reply{Event: Event{Kind: EventMessage}}
+	defer func() {
+		ev.Duration = time.Since(start)
+		h.observe(ev.Event) // before the sender can see the answer
+		if ev.hangUp {
+			hangUp(w)
+		}
+	}()
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		h.plain(w, ev, http.StatusMethodNotAllowed, OutcomeMethodNotAllowed, nil)
+		return
+	}
+	origin, err := h.auth.Authenticate(r)
+	if err != nil {
+		if c, ok := h.auth.(Challenger); ok {
+			w.Header().Set("WWW-Authenticate", c.Challenge(err))
+		}
+		h.plain(w, ev, http.StatusUnauthorized, OutcomeUnauthenticated, err)
+		return
+	}
+	ev.Vessel = origin.VesselID
+	if !isJSON(r.Header.Get("Content-Type")) {
+		h.refuseUnread(w, ev, http.StatusUnsupportedMediaType, sourcecatalog.Errorf(sourcecatalog.ErrUnsupported, "the request must be application/json"))
+		return
+	}
+	if !h.limit.acquire(origin.VesselID) {
+		h.refuseUnread(w, ev, http.StatusTooManyRequests, sourcecatalog.Errorf(sourcecatalog.ErrStoreUnavailable, "too many requests of the vessel in flight"))
+		return
+	}
+	defer h.limit.release(origin.VesselID)
+	body, err := readBody(w, r)
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		h.refuseUnread(w, ev, http.StatusRequestEntityTooLarge, sourcecatalog.Errorf(sourcecatalog.ErrLimitExceeded, "the request is larger than 32768 bytes"))
+		return
+	case err != nil:
+		h.plain(w, ev, http.StatusBadRequest, OutcomeBadRequest, err)
+		return
+	}
+	rc, err := h.receive(r.Context(), origin, body, &ev.Event)
+	if err != nil {
+		h.refuse(w, ev, StatusOf(envelope.RefusalOf(err).Class), err)
+		return
+	}
+	if rc.Complete {
+		h.finalize(r.Context(), origin.VesselID, rc.SnapshotID)
+	}
+	ev.Status, ev.Outcome = http.StatusOK, string(rc.Status)
+	writeAnswer(w, http.StatusOK, rc.Canonical())
+}
+
+// readBody reads at most MaxRequestBody bytes of the body. A longer body,
+// announced or sent, is an *http.MaxBytesError, and only MaxRequestBody+1
+// bytes of it are ever read.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	if r.ContentLength > MaxRequestBody {
+		return nil, &http.MaxBytesError{Limit: MaxRequestBody}
+	}
+	return io.ReadAll(http.MaxBytesReader(w, r.Body, MaxRequestBody))
+}
+
+// receive decodes the request, checks its entity key and hands the message
+// to the Receiver, noting in ev the entity type and snapshot as far as
+// they decode. A receipt that fails its own Check is refused as
+// ErrStoreUnavailable: no answer claims what the store did not make.
+func (h *Handler) receive(ctx context.Context, origin finalize.Origin, body []byte, ev *Event) (envelope.Receipt, error) {
+	req, err := decodeRequest(body)
+	if err != nil {
+		return envelope.Receipt{}, err
+	}
+	ev.EntityType = req.entityType
+	if ev.Snapshot, err = req.checkKey(); err != nil {
+		return envelope.Receipt{}, err
+	}
+	receive := h.recv.ReceiveChunk
+	if req.entityType == sourcecatalog.ManifestEntityType {
+		receive = h.recv.ReceiveManifest
+	}
+	rc, err := receive(ctx, origin, req.payload)
+	if err != nil {
+		return envelope.Receipt{}, err
+	}
+	if err := rc.Check(); err != nil {
+		return envelope.Receipt{}, sourcecatalog.Errorf(sourcecatalog.ErrStoreUnavailable, "the receiver made an invalid receipt: "+err.Error())
+	}
+	return rc, nil
+}
+
+// finalize runs Finalize after a complete receipt and reports it.
+func (h *Handler) finalize(ctx context.Context, vessel, snapshot uuid.UUID) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.finalizeTimeout)
+	defer cancel()
+	start := time.Now()
+	out, err := h.recv.Finalize(ctx, vessel, snapshot)
+	h.observe(Event{
+		Kind: EventFinalize, Vessel: vessel, Snapshot: snapshot, Trigger: TriggerReceipt,
+		Finalize: &out, Err: err, Duration: time.Since(start),
+	})
+}
+
+// A reply is what ServeHTTP reports of a request, and whether it hangs up
+// after the answer.
+type reply struct {
+	Event
+	hangUp bool
+}
+
+// refuse answers the refusal of err with status.
+func (h *Handler) refuse(w http.ResponseWriter, ev *reply, status int, err error) {
+	f := envelope.RefusalOf(err)
+	ev.Status, ev.Outcome, ev.Err = status, sourcecatalog.WireName(f.Class), err
+	writeRefusal(w, status, f, h.retryAfter)
+}
+
+// refuseUnread answers the refusal of err with status before the body
+// was read, and hangs up.
+func (h *Handler) refuseUnread(w http.ResponseWriter, ev *reply, status int, err error) {
+	closeConn(w)
+	h.refuse(w, ev, status, err)
+	ev.hangUp = true
+}
+
+// plain answers status in plain text, before or instead of reading the
+// body, and hangs up.
+func (h *Handler) plain(w http.ResponseWriter, ev *reply, status int, outcome string, err error) {
+	ev.Status, ev.Outcome, ev.Err = status, outcome, err
+	closeConn(w)
+	writePlain(w, status)
+	ev.hangUp = true
+}
+
+// closeConn announces that the connection closes after the answer, which
+// also stops net/http from draining the body before answering.
+func closeConn(w http.ResponseWriter) { w.Header().Set("Connection", "close") }
+
+// hangUp sends the answer written so far and closes the connection at
+// once: net/http would otherwise read up to 256 KiB of an unread body
+// after the handler returns, hoping to reuse the connection. Where the
+// connection cannot be taken over (HTTP/2, a recorder), Connection: close
+// is the fallback.
+func hangUp(w http.ResponseWriter) {
+	rc := http.NewResponseController(w)
+	if rc.Flush() != nil {
+		return
+	}
+	conn, buf, err := rc.Hijack()
+	if err != nil {
+		return
+	}
+	_ = conn.SetWriteDeadline(time.Now().Add(hangUpTimeout))
+	_ = buf.Flush()
+	_ = conn.Close()
+}
+
+// hangUpTimeout bounds sending what is left of an answer before hanging
+// up.
+const hangUpTimeout = 5 * time.Second
