@@ -3,8 +3,6 @@ package envelope
 import (
 	"crypto/sha256"
 	"errors"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -54,6 +52,9 @@ func WithWrapper(w Wrapper) Option { return func(c *config) { c.wrapper = w } }
 // is the position in in.Records); ErrLimitExceeded for more than MaxRecords
 // records or MaxChunks chunks; and ErrRecordTooLarge when one record cannot
 // fit alone in a chunk. The caller's slice is not modified.
+//
+// Build runs on up to GOMAXPROCS goroutines; its result, like its error,
+// does not depend on their scheduling: the same input gives the same bytes.
 func Build(in Input, opts ...Option) (*Snapshot, error) {
 	cfg := config{wrapper: DefaultWrapper{}}
 	for _, o := range opts {
@@ -77,62 +78,24 @@ func Build(in Input, opts ...Option) (*Snapshot, error) {
 			return nil, sourcecatalog.Errorf(sourcecatalog.ErrInvalidValue, "nil record").AtRecord(i)
 		}
 	}
-	records, order := sortRecords(in.Records)
-	if err := catalog.Check(records); err != nil {
-		return nil, relocate(err, order)
-	}
+	s := sortForBuild(in.Records)
+	// The integrity check runs beside the chunking; its verdict comes first.
+	checked := make(chan error, 1)
+	go func() { checked <- catalog.Check(s.records) }()
 	h := newChunkHeader(m.VesselID, m.SnapshotID, m.Revision)
-	chunks, err := cut(h, records, cfg.wrapper)
+	chunks, doc, err := cutAndDigest(h, &s, cfg.wrapper)
+	if err := <-checked; err != nil {
+		return nil, relocate(err, s.order)
+	}
 	if err != nil {
-		return nil, relocate(err, order)
+		return nil, relocate(err, s.order)
 	}
 	m.ChunkCount = len(chunks)
-	m.DocumentSHA256 = documentDigest(chunks)
+	m.DocumentSHA256 = doc
 	if cfg.wrapper.WrappedSize(sourcecatalog.ManifestEntityType, ManifestKey(m.SnapshotID), m.Canonical()) > sourcecatalog.MaxRequest {
 		return nil, sourcecatalog.Errorf(sourcecatalog.ErrLimitExceeded, "the wrapped manifest exceeds the request limit")
 	}
 	return &Snapshot{Manifest: m, Chunks: chunks}, nil
-}
-
-// sortRecords returns the records in canonical order and, for each, its
-// position in the input. Records with the same identity keep their input
-// order, so the later of two duplicates is the one reported.
-func sortRecords(in []*catalog.Record) ([]*catalog.Record, []int32) {
-	order := make([]int32, len(in))
-	for i := range order {
-		order[i] = int32(i)
-	}
-	if catalog.IsSorted(in) {
-		return slices.Clone(in), order
-	}
-	// Sort entries that carry the keys inline: comparisons then touch one
-	// contiguous array and the key bytes, not every record.
-	type entry struct {
-		path, ref string
-		kind      catalog.Kind
-		i         int32
-	}
-	entries := make([]entry, len(in))
-	for i, r := range in {
-		entries[i] = entry{r.PathName(), r.SourceRef(), r.Kind(), int32(i)}
-	}
-	slices.SortFunc(entries, func(a, b entry) int {
-		if a.kind != b.kind {
-			return int(a.kind) - int(b.kind)
-		}
-		if c := strings.Compare(a.path, b.path); c != 0 {
-			return c
-		}
-		if c := strings.Compare(a.ref, b.ref); c != 0 {
-			return c
-		}
-		return int(a.i - b.i)
-	})
-	records := make([]*catalog.Record, len(in))
-	for k, e := range entries {
-		records[k], order[k] = in[e.i], e.i
-	}
-	return records, order
 }
 
 // relocate maps the record indexes of err's problems from sorted positions
@@ -159,27 +122,32 @@ func joinErrors(errs []error) error {
 	return errors.Join(errs...)
 }
 
-// cut is the greedy chunker: each chunk takes records in order until one
-// more would exceed a limit. For contiguous runs, greedy packing yields the
-// fewest chunks.
-func cut(h *chunkHeader, records []*catalog.Record, w Wrapper) ([]*Chunk, error) {
-	var chunks []*Chunk
-	for start := 0; start < len(records) || len(chunks) == 0; {
+// cutFrom is the greedy chunker: each chunk takes records in order until
+// one more would exceed a limit. For contiguous runs, greedy packing yields
+// the fewest chunks. It goes on after chunks, the chunks it cuts from the
+// first records; with none, it cuts them all.
+func cutFrom(h *chunkHeader, s *sortedRecords, w Wrapper, chunks []*Chunk) ([]*Chunk, error) {
+	records := s.records
+	start := 0
+	for _, c := range chunks {
+		start += len(c.records)
+	}
+	for start < len(records) || len(chunks) == 0 {
 		if len(chunks) == sourcecatalog.MaxChunks {
 			return nil, sourcecatalog.Errorf(sourcecatalog.ErrLimitExceeded, "the records need more than 256 chunks")
 		}
-		end := bodyFit(records, start)
+		end := bodyFit(s.canon, start)
 		if end == start && start < len(records) {
 			return nil, tooLarge(start, "canonical body")
 		}
-		c := newChunk(h, len(chunks), records[start:end:end])
+		c := assembleChunk(h, len(chunks), s, start, end)
 		if !fits(w, c) {
 			// The wrapped request is the binding limit: find the longest
 			// prefix that fits. Size is monotonic in the prefix length.
 			lo, hi := start, end-1 // records[start:lo] fits (or lo == start); [start:hi+1] does not
 			for lo < hi {
 				mid := (lo + hi + 1) / 2
-				if fits(w, newChunk(h, len(chunks), records[start:mid:mid])) {
+				if fits(w, assembleChunk(h, len(chunks), s, start, mid)) {
 					lo = mid
 				} else {
 					hi = mid - 1
@@ -193,7 +161,7 @@ func cut(h *chunkHeader, records []*catalog.Record, w Wrapper) ([]*Chunk, error)
 				return nil, tooLarge(start, "wrapped outbox request")
 			}
 			end = lo
-			c = newChunk(h, len(chunks), records[start:end:end])
+			c = assembleChunk(h, len(chunks), s, start, end)
 		}
 		chunks = append(chunks, c)
 		start = end
@@ -202,12 +170,12 @@ func cut(h *chunkHeader, records []*catalog.Record, w Wrapper) ([]*Chunk, error)
 }
 
 // bodyFit returns the end of the longest run from start that respects the
-// record and body limits.
-func bodyFit(records []*catalog.Record, start int) int {
+// record and body limits, given the records' canonical bytes.
+func bodyFit(canon [][]byte, start int) int {
 	size := len(bodyOpen) + len(bodyClose)
 	end := start
-	for end < len(records) && end-start < sourcecatalog.MaxRecordsPerChunk {
-		add := len(records[end].Canonical())
+	for end < len(canon) && end-start < sourcecatalog.MaxRecordsPerChunk {
+		add := len(canon[end])
 		if end > start {
 			add++ // comma
 		}

@@ -1,0 +1,190 @@
+package envelope
+
+import (
+	"crypto/sha256"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/yachtmemory/sourcecatalog"
+	"github.com/yachtmemory/sourcecatalog/canonical"
+)
+
+// cutAndDigest cuts the sorted records into chunks as cutFrom does and
+// returns the chunks with the snapshot's document_sha256, using every core.
+//
+// The wrapped request limit rarely binds, so the chunks are cut in two
+// steps: plan finds the cut points the record and body limits alone give,
+// then those chunks are assembled, hashed and measured in parallel while
+// another goroutine hashes the document from the chunks' bytes as they
+// become ready. Up to the first planned chunk whose wrapped request is
+// over the limit, the plan is exactly what the sequential chunker cuts; from
+// there on, cutFrom continues sequentially. The result, like any error, is
+// therefore the sequential one, whatever the scheduling.
+func cutAndDigest(h *chunkHeader, s *sortedRecords, w Wrapper) ([]*Chunk, canonical.Digest, error) {
+	spans := plan(s.canon)
+	b := newChunkBuild(h, s, spans, w)
+	b.run()
+	chunks := b.fitting()
+	doc := b.doc
+	if len(chunks) < len(spans) || len(spans) == 0 || spans[len(spans)-1].end < len(s.records) {
+		var err error
+		if chunks, err = cutFrom(h, s, w, chunks); err != nil {
+			return nil, canonical.Digest{}, err
+		}
+		doc = documentDigest(chunks)
+	}
+	return chunks, doc, nil
+}
+
+// A span is a planned chunk: records[start:end].
+type span struct{ start, end int }
+
+// plan returns the chunks the greedy chunker cuts when every wrapped
+// request fits: each takes records while the record and body limits allow.
+// It stops where the chunker would fail for a limit of its own (the chunk
+// count, a record too large for a body) and leaves that to cutFrom.
+func plan(canon [][]byte) []span {
+	spans := make([]span, 0, len(canon)/sourcecatalog.MaxRecordsPerChunk+1)
+	for start := 0; start < len(canon) || len(spans) == 0; {
+		end := bodyFit(canon, start)
+		if len(spans) == sourcecatalog.MaxChunks || end == start && start < len(canon) {
+			break
+		}
+		spans = append(spans, span{start, end})
+		start = end
+	}
+	return spans
+}
+
+// A chunkBuild assembles planned chunks in parallel.
+type chunkBuild struct {
+	h     *chunkHeader
+	s     *sortedRecords
+	spans []span
+	w     Wrapper
+
+	next   atomic.Int64    // the next span to assemble
+	chunks []*Chunk        // by span
+	fit    []bool          // by span: the wrapped request is within the limit
+	ready  []chan struct{} // by span: closed once chunks[k] and fit[k] are set
+	doc    canonical.Digest
+}
+
+func newChunkBuild(h *chunkHeader, s *sortedRecords, spans []span, w Wrapper) *chunkBuild {
+	b := &chunkBuild{
+		h: h, s: s, spans: spans, w: w,
+		chunks: make([]*Chunk, len(spans)),
+		fit:    make([]bool, len(spans)),
+		ready:  make([]chan struct{}, len(spans)),
+	}
+	for k := range b.ready {
+		b.ready[k] = make(chan struct{})
+	}
+	return b
+}
+
+// run assembles every planned chunk and hashes the document, on
+// GOMAXPROCS goroutines and the document's own.
+func (b *chunkBuild) run() {
+	var wg sync.WaitGroup
+	spawn := func(f func()) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f()
+		}()
+	}
+	spawn(b.digest)
+	for range min(runtime.GOMAXPROCS(0), len(b.spans)) - 1 {
+		spawn(b.assemble)
+	}
+	b.assemble()
+	wg.Wait()
+}
+
+// assemble takes planned chunks in turn until none is left.
+func (b *chunkBuild) assemble() {
+	for {
+		k := int(b.next.Add(1) - 1)
+		if k >= len(b.spans) {
+			return
+		}
+		c := assembleChunk(b.h, k, b.s, b.spans[k].start, b.spans[k].end)
+		b.chunks[k], b.fit[k] = c, fits(b.w, c)
+		close(b.ready[k])
+	}
+}
+
+// digest hashes the document from the planned chunks' bytes, in index
+// order, as each becomes ready. The result is the document_sha256 when the
+// planned chunks are the snapshot's.
+func (b *chunkBuild) digest() {
+	h := sha256.New()
+	h.Write([]byte(bodyOpen))
+	first := true
+	for k, c := range b.ready {
+		<-c
+		chunk := b.chunks[k]
+		if chunk.recStart == chunk.recEnd {
+			continue
+		}
+		if !first {
+			h.Write([]byte{','})
+		}
+		first = false
+		h.Write(chunk.canon[chunk.recStart:chunk.recEnd])
+	}
+	h.Write([]byte(bodyClose))
+	h.Sum(b.doc[:0])
+}
+
+// fitting returns the planned chunks up to the first whose wrapped request
+// is over the limit.
+func (b *chunkBuild) fitting() []*Chunk {
+	for k, ok := range b.fit {
+		if !ok {
+			return b.chunks[:k:k]
+		}
+	}
+	return b.chunks
+}
+
+// assembleChunk is newChunk of the sorted records [start:end], reading
+// their canonical bytes from s.canon: the chunk's canonical bytes and its
+// payload hash, computed over the records as they sit in those bytes.
+func assembleChunk(h *chunkHeader, index int, s *sortedRecords, start, end int) *Chunk {
+	canon := s.canon[start:end]
+	c := &Chunk{
+		vesselID: h.vesselID, snapshotID: h.snapshotID, revision: h.revision,
+		index: index, records: s.records[start:end:end],
+	}
+	n := len(bodyOpen) + len(bodyClose) + max(len(canon)-1, 0)
+	for _, r := range canon {
+		n += len(r)
+	}
+	b := make([]byte, 0, n+len(h.tail)+160)
+	b = append(b, `{"chunk_index":`...)
+	b = strconv.AppendInt(b, int64(index), 10)
+	b = append(b, `,"payload_sha256":"`...)
+	hashAt := len(b)
+	b = append(b, zeroHex[:]...)
+	b = append(b, `","protocol":"`+sourcecatalog.Protocol+`","records":[`...)
+	c.recStart = len(b)
+	for i, r := range canon {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, r...)
+	}
+	c.recEnd = len(b)
+	b = append(b, ']')
+	c.canon = append(b, h.tail...)
+
+	d := sha256.New()
+	c.writeBody(d)
+	d.Sum(c.payload[:0])
+	c.payload.AppendHex(c.canon[hashAt:hashAt])
+	return c
+}

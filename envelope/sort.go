@@ -1,0 +1,252 @@
+package envelope
+
+import (
+	"cmp"
+	"math/bits"
+	"slices"
+	"strings"
+
+	"github.com/yachtmemory/sourcecatalog/catalog"
+)
+
+// sortRecords returns the records in canonical order (catalog.Compare) and,
+// for each, its position in the input. Records with the same identity keep
+// their input order, so the later of two duplicates is the one reported.
+func sortRecords(in []*catalog.Record) ([]*catalog.Record, []int32) {
+	s := sortForBuild(in)
+	return s.records, s.order
+}
+
+// sortedRecords are a Build's records in canonical order.
+type sortedRecords struct {
+	records []*catalog.Record
+	order   []int32  // order[k] is the input position of records[k]
+	canon   [][]byte // canon[k] is records[k].Canonical()
+}
+
+// sortForBuild sorts records as sortRecords does and gathers their
+// canonical bytes, so that cutting and assembling chunks reads one
+// contiguous array instead of every record.
+//
+// The sort reads each record once, in input order, copying its kind and
+// path into a contiguous key arena; it then sorts 16-byte entries holding
+// eight key bytes at a time (a multikey MSD radix sort), so records whose
+// paths share long prefixes cost a few passes over contiguous memory instead
+// of a comparison per pair that chases two scattered strings. Reading the
+// records and the radix buckets of long runs are split across up to
+// GOMAXPROCS goroutines; the result does not depend on how.
+func sortForBuild(in []*catalog.Record) sortedRecords {
+	out := sortedRecords{
+		records: make([]*catalog.Record, len(in)),
+		order:   make([]int32, len(in)),
+		canon:   make([][]byte, len(in)),
+	}
+	if catalog.IsSorted(in) {
+		copy(out.records, in)
+		for k, r := range in {
+			out.order[k], out.canon[k] = int32(k), r.Canonical()
+		}
+		return out
+	}
+	s, canon := newKeySorter(in)
+	s.radix(s.entries, s.scratch, 0, 0)
+	inParallel(len(in), partsFor(len(in)), func(_, lo, hi int) {
+		for k := lo; k < hi; k++ {
+			i := s.entries[k].i
+			out.records[k], out.order[k], out.canon[k] = in[i], i, canon[i]
+		}
+	})
+	return out
+}
+
+// A keySorter holds the sort keys of records. Record i's key has two
+// components: its kind byte followed by its path, arena[offs[i]:offs[i+1]],
+// and its source_ref, read from the record itself. Comparing the components
+// in turn, bytewise, then the input position, is exactly catalog.Compare
+// with input order as the tie-break: the kind byte orders the kinds as
+// catalog.Kind does, and a fixed-length prefix keeps bytewise order.
+//
+// The source_ref is not copied: only records of the same kind and path
+// need it, which in a valid catalog are the sources alone.
+type keySorter struct {
+	in      []*catalog.Record
+	arena   string
+	offs    []uint32
+	entries []sortEntry
+	scratch []sortEntry   // as long as entries, for the radix passes
+	workers chan struct{} // a token for each goroutine radixParallel may add
+}
+
+// A sortEntry is one record during the sort: eight bytes of one key
+// component from some depth on, big-endian and zero-padded, so that
+// comparing w compares those bytes.
+type sortEntry struct {
+	w uint64
+	n int32 // the component's bytes left from the depth, capped at 9 ("more than eight")
+	i int32 // input position
+}
+
+const more = 9 // sortEntry.n of a component that goes on past the word
+
+// key returns component comp (0 or 1) of record i's key.
+func (s *keySorter) key(i int32, comp int) string {
+	if comp == 0 {
+		return s.arena[s.offs[i]:s.offs[i+1]]
+	}
+	return s.in[i].SourceRef()
+}
+
+// smallRun is the run length below which entries are sorted by insertion
+// instead of by another radix pass.
+const smallRun = 16
+
+// sort orders es, whose keys agree on every component before comp and on
+// the first depth bytes of component comp. tmp is scratch space as long as
+// es.
+func (s *keySorter) sort(es, tmp []sortEntry, comp, depth int) {
+	for k := range es {
+		es[k].w, es[k].n = word(s.key(es[k].i, comp), depth)
+	}
+	s.radix(es, tmp, comp, depth)
+}
+
+// radix orders es, whose words at depth are loaded, by an MSD radix sort on
+// the words' bytes. It skips the bytes that every entry shares, so a long
+// common prefix costs one pass per word, not one per byte. Entries with
+// equal words go on to the next word or, when their component ended within
+// this one, to the next component.
+func (s *keySorter) radix(es, tmp []sortEntry, comp, depth int) {
+	switch {
+	case len(es) < smallRun:
+		s.insertion(es, comp, depth)
+		return
+	case len(es) >= parallelRun:
+		s.radixParallel(es, tmp, comp, depth)
+		return
+	}
+	count, ok := s.scatter(es, tmp)
+	if !ok {
+		s.ends(es, tmp, comp, depth)
+		return
+	}
+	for start, b := int32(0), 0; b < 256; b++ {
+		end := start + count[b]
+		if end-start > 1 {
+			s.radix(es[start:end], tmp[start:end], comp, depth)
+		}
+		start = end
+	}
+}
+
+// scatter orders es by the first byte in which their words differ, through
+// tmp, and returns how many entries have each value of that byte. It
+// returns false, leaving es alone, when every word is the same.
+func (s *keySorter) scatter(es, tmp []sortEntry) (count [256]int32, ok bool) {
+	var diff uint64
+	for _, e := range es {
+		diff |= e.w ^ es[0].w
+	}
+	if diff == 0 {
+		return count, false
+	}
+	shift := (63 - bits.LeadingZeros64(diff)) &^ 7
+	for _, e := range es {
+		count[byte(e.w>>shift)]++
+	}
+	var at [256]int32
+	for b, sum := 0, int32(0); b < 256; b++ {
+		at[b], sum = sum, sum+count[b]
+	}
+	for _, e := range es {
+		b := byte(e.w >> shift)
+		tmp[at[b]] = e
+		at[b]++
+	}
+	copy(es, tmp)
+	return count, true
+}
+
+// ends orders es, whose words are equal, by how many bytes their component
+// has left: one that ended within the word comes first, and entries ending
+// together have equal components.
+func (s *keySorter) ends(es, tmp []sortEntry, comp, depth int) {
+	slices.SortFunc(es, func(a, b sortEntry) int { return int(a.n - b.n) })
+	for start := 0; start < len(es); {
+		end := start + 1
+		for end < len(es) && es[end].n == es[start].n {
+			end++
+		}
+		if end-start > 1 {
+			if es[start].n == more {
+				s.sort(es[start:end], tmp[start:end], comp, depth+8)
+			} else {
+				s.tie(es[start:end], tmp[start:end], comp)
+			}
+		}
+		start = end
+	}
+}
+
+// insertion orders a short es, whose words are loaded at depth, by
+// insertion: words first, the arena only for entries whose words tie.
+func (s *keySorter) insertion(es []sortEntry, comp, depth int) {
+	for k := 1; k < len(es); k++ {
+		for j := k; j > 0 && s.less(es[j], es[j-1], comp, depth); j-- {
+			es[j], es[j-1] = es[j-1], es[j]
+		}
+	}
+}
+
+// less reports whether a sorts before b, whose words are loaded at depth:
+// by their words, then as compare does.
+func (s *keySorter) less(a, b sortEntry, comp, depth int) bool {
+	if a.w != b.w {
+		return a.w < b.w
+	}
+	if a.n != b.n {
+		return a.n < b.n
+	}
+	if a.n == more {
+		return s.compare(a.i, b.i, comp, depth+8) < 0
+	}
+	return s.compare(a.i, b.i, comp+1, 0) < 0
+}
+
+// tie orders es, whose keys agree on every component up to comp.
+func (s *keySorter) tie(es, tmp []sortEntry, comp int) {
+	if comp == 0 {
+		s.sort(es, tmp, 1, 0)
+		return
+	}
+	slices.SortFunc(es, func(a, b sortEntry) int { return cmp.Compare(a.i, b.i) })
+}
+
+// compare compares records a and b, whose keys agree on every component
+// before comp and on the first depth bytes of component comp.
+func (s *keySorter) compare(a, b int32, comp, depth int) int {
+	for ; comp < 2; comp, depth = comp+1, 0 {
+		if c := strings.Compare(s.key(a, comp)[depth:], s.key(b, comp)[depth:]); c != 0 {
+			return c
+		}
+	}
+	return cmp.Compare(a, b)
+}
+
+// word returns the eight bytes of k from depth on, big-endian and padded
+// with zeros, and how many bytes k has from depth on, capped at more.
+func word(k string, depth int) (uint64, int32) {
+	rest := k[min(depth, len(k)):]
+	if len(rest) >= 8 {
+		n := int32(more)
+		if len(rest) == 8 {
+			n = 8
+		}
+		return uint64(rest[0])<<56 | uint64(rest[1])<<48 | uint64(rest[2])<<40 | uint64(rest[3])<<32 |
+			uint64(rest[4])<<24 | uint64(rest[5])<<16 | uint64(rest[6])<<8 | uint64(rest[7]), n
+	}
+	var w uint64
+	for k, c := range []byte(rest) {
+		w |= uint64(c) << (56 - 8*k)
+	}
+	return w, int32(len(rest))
+}

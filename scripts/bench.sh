@@ -1,0 +1,198 @@
+#!/usr/bin/env bash
+# Every B-benchmark of issue 11 and the canonical benchmarks, in one table:
+# benchmark, figure, baseline, ratio, target, met. Each ratio is the metric
+# the benchmark reports, measured against its baseline in the same run.
+#
+#   bash scripts/bench.sh [-count N]
+#
+# Environment:
+#   BENCH_COUNT              runs of each benchmark (default 1; -count wins).
+#                            With more than one, the table shows the mean and
+#                            the range of the ratio.
+#   SOURCECATALOG_MYSQL_DSN  MariaDB for B5 and B6 (go-sql-driver DSN, no
+#                            database). Unset, a throwaway server is
+#                            provisioned as scripts/test.sh does, or, when
+#                            that cannot be done (not root, not installed),
+#                            the MariaDB rows say they were skipped.
+#   MARIADB_PORT             first port to try for the throwaway server
+#
+# About four minutes on two cores. Output of go test is kept in a temporary
+# directory, named at the end, for the figures the table leaves out.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+# shellcheck source=scripts/mariadb.sh
+source scripts/mariadb.sh
+
+count=${BENCH_COUNT:-1}
+while (($#)); do
+  case $1 in
+  -count) count=$2; shift 2 ;;
+  -count=*) count=${1#-count=}; shift ;;
+  *) echo "usage: bash scripts/bench.sh [-count N]" >&2; exit 2 ;;
+  esac
+done
+
+out=$(mktemp -d "${TMPDIR:-/tmp}/sourcecatalog-bench.XXXXXX")
+results=$out/results # lines: benchmark unit value
+notes=$out/notes     # lines: benchmark-prefix reason
+: >"$results"
+: >"$notes"
+
+MDB_DIR=
+MDB_PID=
+cleanup() {
+  local rc=$?
+  trap - EXIT INT TERM
+  if [[ -n $MDB_PID ]]; then mdb_stop_pid "$MDB_PID" || rc=1; fi
+  if [[ -n $MDB_DIR ]]; then rm -rf "$MDB_DIR"; fi
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+log() { printf '==> %s\n' "$*" >&2; }
+
+# bench DIR PACKAGE PATTERN BENCHTIME [ENV=VALUE...] runs go test -bench in
+# module directory DIR and appends its metrics to $results: one line per
+# value-unit pair after the iteration count, ns/op included.
+bench() {
+  local dir=$1 pkg=$2 pattern=$3 benchtime=$4 raw
+  shift 4
+  raw=$out/$(echo "$dir-$pkg-$pattern" | tr -c 'A-Za-z0-9' '_').txt
+  log "go test -bench '$pattern' -benchtime $benchtime -count $count $pkg ($dir)"
+  if ! (cd "$dir" && env "$@" go test -run '^$' -bench "$pattern" -benchtime "$benchtime" \
+    -count "$count" -timeout 30m "$pkg") >"$raw" 2>&1; then
+    tail -n 20 "$raw" >&2
+    grep -o 'Benchmark[A-Za-z0-9]*' <<<"$pattern" | sed "s|\$| failed: see $raw|" >>"$notes"
+    return 0
+  fi
+  awk '/^Benchmark/ {
+      name = $1; sub(/-[0-9]+$/, "", name)
+      for (i = 3; i + 1 <= NF; i += 2) print name, $(i + 1), $i
+    }' "$raw" >>"$results"
+}
+
+bench . ./envelope/ '^(BenchmarkB1Build|BenchmarkB2BuildVsNaive)/max$' 60x
+bench . ./envelope/ '^BenchmarkB3DecodeVerify$' 20x
+bench . ./envelope/ '^BenchmarkMemory$' 5x
+bench . ./finalize/ '^BenchmarkB4ReceiveFinalize$' 10x
+bench . ./finalize/ '^BenchmarkB4bActivation$' 200x
+bench . ./canonical/ '^BenchmarkCanonical$/^(canonical|indented|shuffled)$/^Transform$' 10x GOEXPERIMENT=jsonv2
+bench sqlitestore . '^BenchmarkActivation$' 1x
+
+if [[ -z ${SOURCECATALOG_MYSQL_DSN:-} ]]; then
+  if mdb_find_server >/dev/null 2>&1 || [[ $(id -u) -eq 0 ]]; then
+    log "provisioning a throwaway MariaDB"
+    MDB_DIR=$(mktemp -d "${TMPDIR:-/tmp}/sourcecatalog-bench-mariadb.XXXXXX")
+    if ! { mdb_install && mdb_start "$MDB_DIR"; }; then # mdb_start exports the DSN
+      echo "BenchmarkB5 skipped: MariaDB could not be provisioned" >>"$notes"
+    fi
+  else
+    echo "BenchmarkB5 skipped: no SOURCECATALOG_MYSQL_DSN, MariaDB not installed, not root" >>"$notes"
+  fi
+fi
+if [[ -n ${SOURCECATALOG_MYSQL_DSN:-} ]]; then
+  bench . ./mysqlstore/ '^BenchmarkB5Activation$' 1x
+  if [[ -n $(go test -list '^BenchmarkB6' ./mysqlstore/ | grep '^BenchmarkB6' || true) ]]; then
+    bench . ./mysqlstore/ '^BenchmarkB6' 1x
+  else
+    echo "BenchmarkB6 absent: mysqlstore has no BenchmarkB6 yet" >>"$notes"
+  fi
+else
+  echo "BenchmarkB6 skipped: no MariaDB, as for B5" >>"$notes"
+fi
+
+# The table. Each row: label, benchmark, ratio metric, how figure and
+# baseline follow from the metrics, comparison and target.
+#   floor   figure = ns/op, baseline = figure / ratio
+#   faster  figure = ns/op, baseline = figure * ratio
+#   alloc   figure = ratio * canonical_bytes, baseline = canonical_bytes
+#   ms      figure = metric FIG (ms), baseline = metric BASE (ms)
+#   xfirst  figure = ratio * metric BASE (ms), baseline = metric BASE (ms)
+#   speed   figure = MB/s, baseline = figure / ratio
+#   perbyte figure = alloc/byte, baseline = figure / ratio
+#   allocof figure = B/op, baseline = canonical_bytes of benchmark BASE,
+#           ratio = figure / baseline
+#   value   figure = the metric itself, no baseline or target
+rows=$(
+  cat <<'EOF'
+B1 build vs SHA-256 floor|BenchmarkB1Build/max|x_floor|floor|||<=|2
+B2 build vs naive|BenchmarkB2BuildVsNaive/max|x_faster|faster|||>=|30
+B3 decode+verify, max|BenchmarkB3DecodeVerify/max|x_unmarshal|floor|||<=|1.0
+B3 decode+verify, typical|BenchmarkB3DecodeVerify/typical|x_unmarshal|floor|||<=|1.0
+Memory, Build|BenchmarkMemory/build|alloc_x_canonical|alloc|||<=|4
+Memory, DecodeSnapshot|BenchmarkMemory/decode|alloc_x_canonical|alloc|||<=|4
+B4 receive+finalize vs decode|BenchmarkB4ReceiveFinalize|x_decode|floor|||<=|2
+B4 allocation vs canonical size|BenchmarkB4ReceiveFinalize|B/op|allocof||BenchmarkMemory/build|<=|4
+B4b identical vs first|BenchmarkB4bActivation/identical|x_first|xfirst||first_ms|<=|0.02
+B4b 1 % changed vs first|BenchmarkB4bActivation/changed-1pct|x_first|xfirst||first_ms|<=|0.05
+canonical Transform vs jsontext, canonical|BenchmarkCanonical/canonical/Transform|x_jsontext_speed|speed|||>=|1.5
+canonical Transform vs jsontext, indented|BenchmarkCanonical/indented/Transform|x_jsontext_speed|speed|||>=|1.5
+canonical Transform vs jsontext, shuffled|BenchmarkCanonical/shuffled/Transform|x_jsontext_speed|speed|||>=|
+canonical alloc vs jsontext, canonical|BenchmarkCanonical/canonical/Transform|x_jsontext_alloc|perbyte|||<=|1
+canonical alloc vs jsontext, indented|BenchmarkCanonical/indented/Transform|x_jsontext_alloc|perbyte|||<=|1
+canonical alloc vs jsontext, shuffled|BenchmarkCanonical/shuffled/Transform|x_jsontext_alloc|perbyte|||<=|1
+sqlite first activation vs floor|BenchmarkActivation|x_floor|ms|first_ms|floor_ms|<=|3
+sqlite identical vs first|BenchmarkActivation|identical_x_first|xfirst||first_ms|<=|0.05
+sqlite 1 % changed vs first|BenchmarkActivation|changed1pct_x_first|xfirst||first_ms|<=|0.10
+B5 MariaDB first activation vs floor|BenchmarkB5Activation|x_floor|ms|first_ms|floor_ms|<=|3
+B5 MariaDB identical vs first|BenchmarkB5Activation|identical_x_first|xfirst||first_ms|<=|0.02
+B5 MariaDB 1 % changed vs first|BenchmarkB5Activation|changed1pct_x_first|xfirst||first_ms|<=|0.05
+B6 fleet round 1 vs floor|BenchmarkB6Fleet|x_floor|ms|round1_ms|floor_ms|<=|2
+B6 fleet round 2 (identical) vs round 1|BenchmarkB6Fleet|round2_x_round1|ms|round2_ms|round1_ms||
+B6 fleet snapshots activated|BenchmarkB6Fleet|snapshots/s|value||||
+B6 fleet messages|BenchmarkB6Fleet|messages/s|value||||
+EOF
+)
+
+printf '\n'
+awk -F'|' -v count="$count" -v resfile="$results" -v notefile="$notes" '
+function mean(b, u) { return n[b, u] ? sum[b, u] / n[b, u] : "" }
+function msec(x) { return x < 0.1 ? sprintf("%.1f µs", x * 1000) : sprintf(x < 10 ? "%.3f ms" : "%.1f ms", x) }
+function ms(ns) { return msec(ns / 1e6) }
+function num(x) { return x == "" ? "" : sprintf(x < 0.1 ? "%.4f" : x < 10 ? "%.3f" : "%.1f", x) }
+function row(label, fig, base, ratio, target, met) {
+  printf "%-44s %14s %14s %-22s %-8s %s\n", label, fig, base, ratio, target, met
+}
+BEGIN {
+  while ((getline line < resfile) > 0) {
+    split(line, f, " ")
+    b = f[1]; u = f[2]; v = f[3] + 0
+    sum[b, u] += v; n[b, u]++
+    if (!((b, u) in lo) || v < lo[b, u]) lo[b, u] = v
+    if (!((b, u) in hi) || v > hi[b, u]) hi[b, u] = v
+  }
+  while ((getline line < notefile) > 0) note[++nn] = line
+  row("benchmark", "figure", "baseline", "ratio", "target", "met")
+}
+{
+  label = $1; b = $2; metric = $3; kind = $4; figm = $5; basem = $6; cmp = $7; target = $8
+  r = mean(b, metric)
+  if (kind == "allocof" && r != "") { c = mean(basem, "canonical_bytes"); r = c == "" ? "" : r / c }
+  if (r == "") {
+    why = "no result"
+    for (k = 1; k <= nn; k++) { split(note[k], w, " "); if (index(b, w[1]) == 1) why = substr(note[k], length(w[1]) + 2) }
+    row(label, "", "", "", cmp target, why); next
+  }
+  ns = mean(b, "ns/op")
+  if (kind == "floor")       { fig = ms(ns); base = ms(ns / r) }
+  else if (kind == "faster") { fig = ms(ns); base = ms(ns * r) }
+  else if (kind == "allocof"){ fig = sprintf("%.1f MB", mean(b, "B/op") / 1e6); base = sprintf("%.1f MB", c / 1e6) }
+  else if (kind == "alloc")  { c = mean(b, "canonical_bytes"); fig = sprintf("%.1f MB", r * c / 1e6); base = sprintf("%.1f MB", c / 1e6) }
+  else if (kind == "ms")     { fig = msec(mean(b, figm)); base = msec(mean(b, basem)) }
+  else if (kind == "xfirst") { c = mean(b, basem); fig = msec(r * c); base = msec(c) }
+  else if (kind == "value")  { row(label, num(r) " " metric, "", "", "", ""); next }
+  else if (kind == "speed")  { s = mean(b, "MB/s"); fig = sprintf("%.0f MB/s", s); base = sprintf("%.0f MB/s", s / r) }
+  else if (kind == "perbyte"){ a = mean(b, "alloc/byte"); fig = sprintf("%.2f B/B", a); base = sprintf("%.2f B/B", a / r) }
+  ratio = num(r)
+  if (count > 1) {
+    scale = kind == "allocof" ? c : 1
+    ratio = ratio " (" num(lo[b, metric] / scale) "-" num(hi[b, metric] / scale) ")"
+  }
+  met = ""
+  if (target != "") met = (cmp == "<=" ? r <= target : r >= target) ? "yes" : "NO"
+  row(label, fig, base, ratio, target == "" ? "" : cmp " " target, met)
+}' <<<"$rows"
+printf '\n%s run(s) of each; raw go test output in %s\n' "$count" "$out"
