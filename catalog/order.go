@@ -8,18 +8,33 @@ import (
 	"github.com/yachtmemory/sourcecatalog"
 )
 
-// Compare orders records canonically: paths by path, then sources by
-// source_ref, then observations by path and source_ref, all bytewise. It
-// returns 0 exactly when the two records have the same identity.
-func Compare(a, b *Record) int {
-	if a.kind != b.kind {
-		return int(a.kind) - int(b.kind)
+// A Key is the identity of a record: its kind, and its path, source_ref or
+// both. Two records of a snapshot must not share a key.
+type Key struct {
+	Kind      Kind
+	Path      string // path and observation records
+	SourceRef string // source and observation records
+}
+
+// Key returns the record's identity.
+func (r *Record) Key() Key { return Key{Kind: r.kind, Path: r.path, SourceRef: r.sourceRef} }
+
+// Compare orders keys canonically (SPEC.md §5.1): paths by path, then
+// sources by source_ref, then observations by path and source_ref, all
+// bytewise. It returns 0 exactly when the keys are equal.
+func (k Key) Compare(o Key) int {
+	if k.Kind != o.Kind {
+		return int(k.Kind) - int(o.Kind)
 	}
-	if c := strings.Compare(a.path, b.path); c != 0 {
+	if c := strings.Compare(k.Path, o.Path); c != 0 {
 		return c
 	}
-	return strings.Compare(a.sourceRef, b.sourceRef)
+	return strings.Compare(k.SourceRef, o.SourceRef)
 }
+
+// Compare orders records canonically by their keys (see Key.Compare). It
+// returns 0 exactly when the two records have the same identity.
+func Compare(a, b *Record) int { return a.Key().Compare(b.Key()) }
 
 // Sort puts records in canonical global order, in place.
 func Sort(records []*Record) { slices.SortFunc(records, Compare) }

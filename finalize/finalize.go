@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"strings"
 
 	"github.com/google/uuid"
 	"github.com/yachtmemory/sourcecatalog"
@@ -237,25 +236,10 @@ func verifyStaged(s Snapshot, staged []StagedChunk) (*envelope.Snapshot, []Index
 	index := make([]IndexEntry, 0, snap.Manifest.RecordCount)
 	for _, c := range snap.Chunks {
 		for _, rec := range c.Records() {
-			index = append(index, IndexEntry{Key: keyOf(rec), Digest: canonical.Sum(rec.Canonical())})
+			index = append(index, IndexEntry{Key: rec.Key(), Digest: canonical.Sum(rec.Canonical())})
 		}
 	}
 	return snap, index, nil
-}
-
-func keyOf(r *catalog.Record) ItemKey {
-	return ItemKey{Kind: r.Kind(), Path: r.PathName(), SourceRef: r.SourceRef()}
-}
-
-// compareKeys orders item keys like catalog.Compare orders records.
-func compareKeys(a, b ItemKey) int {
-	if a.Kind != b.Kind {
-		return int(a.Kind) - int(b.Kind)
-	}
-	if c := strings.Compare(a.Path, b.Path); c != 0 {
-		return c
-	}
-	return strings.Compare(a.SourceRef, b.SourceRef)
 }
 
 // finish moves a staging snapshot to a final state, within the retained
@@ -317,7 +301,7 @@ func activate(ctx context.Context, tx Tx, v VesselState, snap *envelope.Snapshot
 // diff merges the active index with the new one (both in canonical order)
 // and returns the items to write: appearing or changed records, and the keys
 // of records that leave the selection.
-func diff(old, cur []IndexEntry, snap *envelope.Snapshot) (put []Item, retire []ItemKey) {
+func diff(old, cur []IndexEntry, snap *envelope.Snapshot) (put []Item, retire []catalog.Key) {
 	records := make([]*catalog.Record, 0, len(cur))
 	for _, c := range snap.Chunks {
 		records = append(records, c.Records()...)
@@ -338,18 +322,18 @@ func diff(old, cur []IndexEntry, snap *envelope.Snapshot) (put []Item, retire []
 		case k >= len(cur):
 			d = -1
 		default:
-			d = compareKeys(old[i].Key, cur[k].Key)
+			d = old[i].Key.Compare(cur[k].Key)
 		}
 		switch {
 		case d < 0: // leaves
 			retire = append(retire, old[i].Key)
 			i++
 		case d > 0: // appears
-			put = append(put, Item{Key: cur[k].Key, Record: records[k].Canonical(), Current: true})
+			put = append(put, Item{Key: cur[k].Key, Record: records[k].Canonical(), CurrentlyObserved: true})
 			k++
 		default: // stays; written only when changed
 			if old[i].Digest != cur[k].Digest {
-				put = append(put, Item{Key: cur[k].Key, Record: records[k].Canonical(), Current: true})
+				put = append(put, Item{Key: cur[k].Key, Record: records[k].Canonical(), CurrentlyObserved: true})
 			}
 			i++
 			k++

@@ -9,7 +9,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/yachtmemory/sourcecatalog"
-	"github.com/yachtmemory/sourcecatalog/catalog"
 )
 
 // Reconcile finalizes every complete staged snapshot of a vessel, such as
@@ -109,21 +108,7 @@ type Catalog struct {
 	SnapshotID   uuid.UUID // uuid.Nil when nothing was activated yet
 	Revision     int64
 	DiscoveredAt time.Time
-	Items        []InventoryItem
-}
-
-// An InventoryItem is one path, source or observation with its history.
-type InventoryItem struct {
-	Kind      catalog.Kind
-	Path      string // path and observation items
-	SourceRef string // source and observation items
-	Record    []byte // canonical bytes of its latest record
-	FirstSeen Seen
-	LastSeen  Seen // the active snapshot while CurrentlyObserved
-	// CurrentlyObserved reports whether the active snapshot selects the
-	// item. For selected-only coverage it describes the current selection,
-	// never physically absent equipment.
-	CurrentlyObserved bool
+	Items        []Item // LastSeen filled in for every item
 }
 
 // Active returns the vessel's active catalog. Last-seen of a currently
@@ -141,15 +126,10 @@ func (r *Receiver) Active(ctx context.Context, vesselID uuid.UUID) (Catalog, err
 		}
 		c = Catalog{VesselID: vesselID, SnapshotID: v.ActiveSnapshot, Revision: v.ActiveRevision, DiscoveredAt: v.ActiveDiscoveredAt}
 		active := Seen{Revision: v.ActiveRevision, At: v.ActiveDiscoveredAt}
-		c.Items = make([]InventoryItem, len(items))
-		for i, it := range items {
-			last := it.LastSeen
-			if it.Current {
-				last = active
-			}
-			c.Items[i] = InventoryItem{
-				Kind: it.Key.Kind, Path: it.Key.Path, SourceRef: it.Key.SourceRef, Record: it.Record,
-				FirstSeen: it.FirstSeen, LastSeen: last, CurrentlyObserved: it.Current,
+		c.Items = slices.Clone(items) // the Tx's slice is not ours to change
+		for i := range c.Items {
+			if c.Items[i].CurrentlyObserved {
+				c.Items[i].LastSeen = active
 			}
 		}
 		return nil
@@ -157,8 +137,6 @@ func (r *Receiver) Active(ctx context.Context, vesselID uuid.UUID) (Catalog, err
 	if err != nil {
 		return Catalog{}, err
 	}
-	slices.SortFunc(c.Items, func(a, b InventoryItem) int {
-		return compareKeys(ItemKey{a.Kind, a.Path, a.SourceRef}, ItemKey{b.Kind, b.Path, b.SourceRef})
-	})
+	slices.SortFunc(c.Items, func(a, b Item) int { return a.Key.Compare(b.Key) })
 	return c, nil
 }

@@ -106,7 +106,7 @@ type Tx interface {
 	// RetireItems marks existing items as no longer selected: Current
 	// false and LastSeen last. Record and FirstSeen are kept; keys without
 	// an item are ignored. Items are never deleted.
-	RetireItems(ctx context.Context, keys []ItemKey, last Seen) error
+	RetireItems(ctx context.Context, keys []catalog.Key, last Seen) error
 
 	// Items returns the vessel's whole inventory, in any order.
 	Items(ctx context.Context) ([]Item, error)
@@ -166,16 +166,8 @@ type StagedChunk struct {
 // An IndexEntry identifies one record of the active snapshot and the SHA-256
 // of its canonical bytes.
 type IndexEntry struct {
-	Key    ItemKey
+	Key    catalog.Key
 	Digest canonical.Digest
-}
-
-// An ItemKey identifies an inventory item: a path (Path), a source
-// (SourceRef) or an observation (Path and SourceRef).
-type ItemKey struct {
-	Kind      catalog.Kind
-	Path      string
-	SourceRef string
 }
 
 // Seen is a sighting of an item: the snapshot's revision and discovery time.
@@ -187,7 +179,7 @@ type Seen struct {
 // An Item is one entry of a vessel's inventory: every path, source and
 // observation any activated snapshot ever selected.
 type Item struct {
-	Key ItemKey
+	Key catalog.Key
 	// Record is the canonical bytes of the item's latest record, a valid
 	// record of the key's kind and identity; a Store may parse it, for
 	// instance to fill descriptive columns.
@@ -195,10 +187,13 @@ type Item struct {
 	// FirstSeen is the activation that first selected the item; a Store
 	// never overwrites it.
 	FirstSeen Seen
-	// Current reports whether the active snapshot selects the item. Only
-	// for items that are not current is LastSeen stored: the last active
-	// snapshot that selected it. A current item's last sighting is the
-	// active snapshot, derived when read.
-	Current  bool
+	// CurrentlyObserved reports whether the active snapshot selects the
+	// item. For selected-only coverage it describes the current selection,
+	// never physically absent equipment.
+	CurrentlyObserved bool
+	// LastSeen is the last active snapshot that selected the item. A Store
+	// keeps it only for items not currently observed: for the others it is
+	// the active snapshot, which Receiver.Active fills in when it reads
+	// the inventory.
 	LastSeen Seen
 }

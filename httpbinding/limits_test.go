@@ -116,16 +116,21 @@ func TestBodyCapDoesNotReadTheRest(t *testing.T) {
 	cert := r.ca.vessel(t, vesselA)
 	head := "POST /v2/messages HTTP/1.1\r\nHost: receiver\r\nContent-Type: application/json\r\n"
 	part := strings.Repeat(" ", httpbinding.MaxRequestBody+100)
-	cases := []struct{ name, request string }{
-		{"announced 1 MiB, sent 32 KiB", head + "Content-Length: 1048576\r\n\r\n" + part},
-		{"announced 32769, sent 100", head + "Content-Length: 32769\r\n\r\n" + part[:100]},
-		{"chunked, sent 32 KiB", head + "Transfer-Encoding: chunked\r\n\r\n" + fmt.Sprintf("%x\r\n%s\r\n", len(part), part)},
+	cases := []struct{ name, header, body string }{
+		{"announced 1 MiB, sent 32 KiB", head + "Content-Length: 1048576\r\n\r\n", part},
+		{"announced 32769, sent 100", head + "Content-Length: 32769\r\n\r\n", part[:100]},
+		{"chunked, sent 32 KiB", head + "Transfer-Encoding: chunked\r\n\r\n", fmt.Sprintf("%x\r\n%s\r\n", len(part), part)},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			conn := dial(t, r, &cert)
-			_, err := io.WriteString(conn, tc.request)
+			_, err := io.WriteString(conn, tc.header)
 			require.NoError(t, err)
+			// The server may answer and hang up as soon as the header
+			// announces too much, so writing the body may fail.
+			if _, err := io.WriteString(conn, tc.body); err != nil {
+				t.Logf("writing the body: %v", err)
+			}
 			got := readAnswer(t, conn)
 			require.True(t, strings.HasPrefix(got, "HTTP/1.1 413 "), "%q", got)
 			assert.Contains(t, got, "Connection: close")

@@ -198,7 +198,7 @@ func checkFleet(b *testing.B, r *finalize.Receiver, round fleetRound) {
 		}
 		for _, it := range c.Items {
 			if !it.CurrentlyObserved || it.LastSeen.Revision != m.Revision {
-				b.Fatalf("vessel %v: item %v %q %q not observed at revision %d", m.VesselID, it.Kind, it.Path, it.SourceRef, m.Revision)
+				b.Fatalf("vessel %v: item %v %q %q not observed at revision %d", m.VesselID, it.Key.Kind, it.Key.Path, it.Key.SourceRef, m.Revision)
 			}
 			got = append(got, string(it.Record))
 		}

@@ -87,13 +87,13 @@ func TestUnitTriStateAndCaseSensitivePaths(t *testing.T) {
 	require.NoError(t, err)
 	units := map[string]string{}
 	for _, it := range cat.Items {
-		if it.Kind != catalog.KindPath {
+		if it.Key.Kind != catalog.KindPath {
 			continue
 		}
 		rec, err := catalog.Decode(it.Record)
 		require.NoError(t, err)
 		p, _ := rec.AsPath()
-		units[it.Path] = p.Unit.String()
+		units[it.Key.Path] = p.Unit.String()
 		assert.Equal(t, t0.Add(time.Hour), it.FirstSeen.At, "nanoseconds survive")
 	}
 	assert.Equal(t, map[string]string{"navigation.state": "null", "navigation.State": "(absent)", "navigation.state ": "m"}, units)

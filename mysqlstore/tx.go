@@ -413,7 +413,7 @@ func itemRows(vessel []byte, kind catalog.Kind, items []finalize.Item) ([][]any,
 		lastSec, lastNsec := unixTime(it.LastSeen.At)
 		row := append([]any{vessel}, vals...)
 		rows = append(rows, append(row, it.Record, it.FirstSeen.Revision, firstSec, firstNsec,
-			it.LastSeen.Revision, lastSec, lastNsec, it.Current))
+			it.LastSeen.Revision, lastSec, lastNsec, it.CurrentlyObserved))
 	}
 	return rows, nil
 }
@@ -449,7 +449,7 @@ func (t *tx) insertRows(ctx context.Context, kind catalog.Kind, rows [][]any) er
 	return nil
 }
 
-func (t *tx) RetireItems(ctx context.Context, keys []finalize.ItemKey, last finalize.Seen) error {
+func (t *tx) RetireItems(ctx context.Context, keys []catalog.Key, last finalize.Seen) error {
 	t.check()
 	lastSec, lastNsec := unixTime(last.At)
 	for kind := catalog.KindPath; kind <= catalog.KindObservation; kind++ {
@@ -497,11 +497,11 @@ func (t *tx) Items(ctx context.Context) ([]finalize.Item, error) {
 			return nil, wrap("read items", err)
 		}
 		for rows.Next() {
-			it := finalize.Item{Key: finalize.ItemKey{Kind: kind}}
+			it := finalize.Item{Key: catalog.Key{Kind: kind}}
 			var firstSec, lastSec int64
 			var firstNsec, lastNsec int32
 			if err := rows.Scan(&it.Key.Path, &it.Key.SourceRef, &it.Record, &it.FirstSeen.Revision, &firstSec, &firstNsec,
-				&it.LastSeen.Revision, &lastSec, &lastNsec, &it.Current); err != nil {
+				&it.LastSeen.Revision, &lastSec, &lastNsec, &it.CurrentlyObserved); err != nil {
 				rows.Close()
 				return nil, wrap("read items", err)
 			}

@@ -99,8 +99,8 @@ func itemsOf(snap *envelope.Snapshot) []finalize.Item {
 	var items []finalize.Item
 	for _, c := range snap.Chunks {
 		for _, r := range c.Records() {
-			items = append(items, finalize.Item{Key: finalize.ItemKey{Kind: r.Kind(), Path: r.PathName(), SourceRef: r.SourceRef()},
-				Record: r.Canonical(), FirstSeen: seen, LastSeen: seen, Current: true})
+			items = append(items, finalize.Item{Key: catalog.Key{Kind: r.Kind(), Path: r.PathName(), SourceRef: r.SourceRef()},
+				Record: r.Canonical(), FirstSeen: seen, LastSeen: seen, CurrentlyObserved: true})
 		}
 	}
 	return items

@@ -30,7 +30,7 @@ func itemRow(args []any, vessel []byte, it finalize.Item) []any {
 	firstSec, firstNsec := unixTime(it.FirstSeen.At)
 	lastSec, lastNsec := unixTime(it.LastSeen.At)
 	current := 0
-	if it.Current {
+	if it.CurrentlyObserved {
 		current = 1
 	}
 	return append(args, vessel, int64(it.Key.Kind), it.Key.Path, it.Key.SourceRef, it.Record,
@@ -63,7 +63,7 @@ func (t *tx) PutItems(ctx context.Context, items []finalize.Item) error {
 	return t.insertItems(ctx, "items", itemUpsert, t.vessel, items)
 }
 
-func (t *tx) RetireItems(ctx context.Context, keys []finalize.ItemKey, last finalize.Seen) error {
+func (t *tx) RetireItems(ctx context.Context, keys []catalog.Key, last finalize.Seen) error {
 	if err := t.ready(); err != nil {
 		return err
 	}
@@ -88,7 +88,7 @@ func (t *tx) Items(ctx context.Context) ([]finalize.Item, error) {
 		var kind uint8
 		var firstSec, firstNsec, lastSec, lastNsec int64
 		err := r.Scan(&kind, &it.Key.Path, &it.Key.SourceRef, &it.Record, &it.FirstSeen.Revision, &firstSec, &firstNsec,
-			&it.LastSeen.Revision, &lastSec, &lastNsec, &it.Current)
+			&it.LastSeen.Revision, &lastSec, &lastNsec, &it.CurrentlyObserved)
 		it.Key.Kind = catalog.Kind(kind)
 		it.FirstSeen.At, it.LastSeen.At = fromUnix(firstSec, firstNsec), fromUnix(lastSec, lastNsec)
 		out = append(out, it)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+	"github.com/yachtmemory/sourcecatalog/catalog"
 	"github.com/yachtmemory/sourcecatalog/envelope"
 	"github.com/yachtmemory/sourcecatalog/examples"
 	"github.com/yachtmemory/sourcecatalog/finalize"
@@ -192,13 +193,13 @@ func checkActive(t *testing.T, ctx context.Context, tx finalize.Tx, v finalize.V
 	t.Helper()
 	items, err := tx.Items(ctx)
 	require.NoError(t, err)
-	current := map[finalize.ItemKey]string{}
+	current := map[catalog.Key]string{}
 	for _, it := range items {
-		if it.Current {
+		if it.CurrentlyObserved {
 			current[it.Key] = string(it.Record)
 		}
 	}
-	want := map[finalize.ItemKey]string{}
+	want := map[catalog.Key]string{}
 	if v.ActiveSnapshot != uuid.Nil {
 		snap, err := tx.Snapshot(ctx, v.ActiveSnapshot)
 		require.NoError(t, err)
@@ -210,7 +211,7 @@ func checkActive(t *testing.T, ctx context.Context, tx finalize.Tx, v finalize.V
 			dc, err := envelope.DecodeChunk(c.Canonical)
 			require.NoError(t, err)
 			for _, r := range dc.Records() {
-				want[finalize.ItemKey{Kind: r.Kind(), Path: r.PathName(), SourceRef: r.SourceRef()}] = string(r.Canonical())
+				want[catalog.Key{Kind: r.Kind(), Path: r.PathName(), SourceRef: r.SourceRef()}] = string(r.Canonical())
 			}
 		}
 	}

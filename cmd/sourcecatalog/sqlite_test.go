@@ -72,7 +72,7 @@ func checkHistory(t *testing.T, st fileState, last int64) {
 	assert.Zero(t, st.pending)
 	require.Len(t, st.active.Items, 129)
 	for _, it := range st.active.Items {
-		assert.Equal(t, int64(1), it.FirstSeen.Revision, "%s %s %s", it.Kind, it.Path, it.SourceRef)
+		assert.Equal(t, int64(1), it.FirstSeen.Revision, "%s %s %s", it.Key.Kind, it.Key.Path, it.Key.SourceRef)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/google/uuid"
+	"github.com/yachtmemory/sourcecatalog/catalog"
 	"github.com/yachtmemory/sourcecatalog/finalize"
 	"github.com/yachtmemory/sourcecatalog/internal/fault"
 )
@@ -178,7 +179,7 @@ func (t *faultTx) PutItems(ctx context.Context, items []finalize.Item) error {
 	return t.tx.PutItems(ctx, items)
 }
 
-func (t *faultTx) RetireItems(ctx context.Context, keys []finalize.ItemKey, last finalize.Seen) error {
+func (t *faultTx) RetireItems(ctx context.Context, keys []catalog.Key, last finalize.Seen) error {
 	if err := t.g.Op("RetireItems", len(keys)); err != nil {
 		return err
 	}

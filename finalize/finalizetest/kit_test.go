@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+	"github.com/yachtmemory/sourcecatalog/catalog"
 	"github.com/yachtmemory/sourcecatalog/finalize"
 	"github.com/yachtmemory/sourcecatalog/finalize/finalizetest"
 	"github.com/yachtmemory/sourcecatalog/finalize/memstore"
@@ -183,7 +184,7 @@ func (t *brokenTx) PutItems(ctx context.Context, items []finalize.Item) error {
 	return t.Tx.PutItems(t.ctx(ctx), items)
 }
 
-func (t *brokenTx) RetireItems(ctx context.Context, keys []finalize.ItemKey, last finalize.Seen) error {
+func (t *brokenTx) RetireItems(ctx context.Context, keys []catalog.Key, last finalize.Seen) error {
 	return t.Tx.RetireItems(t.ctx(ctx), keys, last)
 }
 

@@ -55,7 +55,7 @@ func viewOf(c finalize.Catalog) catalogView {
 	}
 	for _, it := range c.Items {
 		v.Items = append(v.Items, itemView{
-			Kind: it.Kind.String(), Path: it.Path, SourceRef: it.SourceRef, Record: string(it.Record),
+			Kind: it.Key.Kind.String(), Path: it.Key.Path, SourceRef: it.Key.SourceRef, Record: string(it.Record),
 			FirstSeen: seenView(it.FirstSeen), LastSeen: seenView(it.LastSeen), Current: it.CurrentlyObserved,
 		})
 	}

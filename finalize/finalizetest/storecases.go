@@ -107,8 +107,8 @@ func testStoreRollback(t *testing.T, newStore NewStore) {
 		require.NoError(t, tx.PutChunk(e.ctx, stagedChunk(s.ID, 0)))
 		require.NoError(t, tx.DeleteSnapshot(e.ctx, kept.ID))
 		require.NoError(t, tx.SetVessel(e.ctx, finalize.VesselState{ActiveSnapshot: s.ID, ActiveRevision: 2}))
-		require.NoError(t, tx.SetIndex(e.ctx, []finalize.IndexEntry{{Key: finalize.ItemKey{Kind: catalog.KindPath, Path: "a.b"}}}))
-		require.NoError(t, tx.PutItems(e.ctx, []finalize.Item{{Key: finalize.ItemKey{Kind: catalog.KindPath, Path: "a.b"}, Record: []byte(recordFor(finalize.ItemKey{Kind: catalog.KindPath, Path: "a.b"}, 0)), Current: true}}))
+		require.NoError(t, tx.SetIndex(e.ctx, []finalize.IndexEntry{{Key: catalog.Key{Kind: catalog.KindPath, Path: "a.b"}}}))
+		require.NoError(t, tx.PutItems(e.ctx, []finalize.Item{{Key: catalog.Key{Kind: catalog.KindPath, Path: "a.b"}, Record: []byte(recordFor(catalog.Key{Kind: catalog.KindPath, Path: "a.b"}, 0)), CurrentlyObserved: true}}))
 		return boom
 	})
 	require.Truef(t, err == boom, "WithVessel must return the callback's error unchanged (finalize.Store contract): got %v", err)
@@ -268,9 +268,9 @@ func testStoreVesselIndex(t *testing.T, newStore NewStore) {
 	doc := canonical.Sum([]byte("document"))
 	vs := finalize.VesselState{ActiveSnapshot: e.ids.next(), ActiveRevision: 9, ActiveDiscoveredAt: epoch, ActiveDocument: doc}
 	index := []finalize.IndexEntry{
-		{Key: finalize.ItemKey{Kind: catalog.KindPath, Path: "a.b"}, Digest: canonical.Sum([]byte("1"))},
-		{Key: finalize.ItemKey{Kind: catalog.KindSource, SourceRef: "can0.x"}, Digest: canonical.Sum([]byte("2"))},
-		{Key: finalize.ItemKey{Kind: catalog.KindObservation, Path: "a.b", SourceRef: "can0.x"}, Digest: canonical.Sum([]byte("3"))},
+		{Key: catalog.Key{Kind: catalog.KindPath, Path: "a.b"}, Digest: canonical.Sum([]byte("1"))},
+		{Key: catalog.Key{Kind: catalog.KindSource, SourceRef: "can0.x"}, Digest: canonical.Sum([]byte("2"))},
+		{Key: catalog.Key{Kind: catalog.KindObservation, Path: "a.b", SourceRef: "can0.x"}, Digest: canonical.Sum([]byte("3"))},
 	}
 	e.in(func(tx finalize.Tx) error {
 		require.NoError(t, tx.SetVessel(e.ctx, vs))
@@ -307,9 +307,9 @@ func itemViews(items []finalize.Item) []itemView {
 	for _, it := range items {
 		v := itemView{
 			Kind: it.Key.Kind.String(), Path: it.Key.Path, SourceRef: it.Key.SourceRef, Record: string(it.Record),
-			FirstSeen: seenView(it.FirstSeen), Current: it.Current,
+			FirstSeen: seenView(it.FirstSeen), Current: it.CurrentlyObserved,
 		}
-		if !it.Current {
+		if !it.CurrentlyObserved {
 			v.LastSeen = seenView(it.LastSeen) // stored only for items no longer current
 		}
 		out = append(out, v)
@@ -323,13 +323,13 @@ func testStoreItems(t *testing.T, newStore NewStore) {
 	s1 := finalize.Seen{Revision: 1, At: epoch}
 	s2 := finalize.Seen{Revision: 2, At: epoch.Add(60e9)}
 	s3 := finalize.Seen{Revision: 3, At: epoch.Add(120e9)}
-	p := finalize.ItemKey{Kind: catalog.KindPath, Path: "navigation.speedOverGround"}
-	q := finalize.ItemKey{Kind: catalog.KindPath, Path: "navigation.position"}
-	o := finalize.ItemKey{Kind: catalog.KindObservation, Path: "navigation.speedOverGround", SourceRef: srcGPS}
-	item := func(k finalize.ItemKey, rec string, seen finalize.Seen) finalize.Item {
+	p := catalog.Key{Kind: catalog.KindPath, Path: "navigation.speedOverGround"}
+	q := catalog.Key{Kind: catalog.KindPath, Path: "navigation.position"}
+	o := catalog.Key{Kind: catalog.KindObservation, Path: "navigation.speedOverGround", SourceRef: srcGPS}
+	item := func(k catalog.Key, rec string, seen finalize.Seen) finalize.Item {
 		// Records are valid records of the item's kind and key, as the Tx
 		// contract requires; n varies their content.
-		return finalize.Item{Key: k, Record: []byte(rec), FirstSeen: seen, LastSeen: seen, Current: true}
+		return finalize.Item{Key: k, Record: []byte(rec), FirstSeen: seen, LastSeen: seen, CurrentlyObserved: true}
 	}
 	e.in(func(tx finalize.Tx) error {
 		return tx.PutItems(e.ctx, []finalize.Item{item(p, recordFor(p, 1), s1), item(q, recordFor(q, 1), s1), item(o, recordFor(o, 1), s1)})
@@ -338,7 +338,7 @@ func testStoreItems(t *testing.T, newStore NewStore) {
 		// p changes: record replaced, first-seen kept whatever is passed.
 		require.NoError(t, tx.PutItems(e.ctx, []finalize.Item{item(p, recordFor(p, 2), s2)}))
 		// q leaves; an unknown key is ignored.
-		require.NoError(t, tx.RetireItems(e.ctx, []finalize.ItemKey{q, {Kind: catalog.KindSource, SourceRef: "nowhere"}}, s1))
+		require.NoError(t, tx.RetireItems(e.ctx, []catalog.Key{q, {Kind: catalog.KindSource, SourceRef: "nowhere"}}, s1))
 		items, err := tx.Items(e.ctx)
 		require.NoError(t, err)
 		require.Len(t, items, 3, "RetireItems ignores unknown keys and deletes nothing")
@@ -354,7 +354,7 @@ func testStoreItems(t *testing.T, newStore NewStore) {
 		}, itemViews(items), "PutItems replaces the record and keeps FirstSeen; RetireItems sets Current false and LastSeen (finalize.Tx contract)")
 		// q comes back, then o leaves; the same transaction sees both.
 		require.NoError(t, tx.PutItems(e.ctx, []finalize.Item{item(q, recordFor(q, 3), s3)}))
-		require.NoError(t, tx.RetireItems(e.ctx, []finalize.ItemKey{o}, s2))
+		require.NoError(t, tx.RetireItems(e.ctx, []catalog.Key{o}, s2))
 		require.NoError(t, tx.PutItems(e.ctx, []finalize.Item{item(q, recordFor(q, 4), s3)}))
 		return nil
 	})
@@ -379,7 +379,7 @@ func testStoreIsolation(t *testing.T, newStore NewStore) {
 		require.NoError(t, tx.PutSnapshot(e.ctx, s))
 		require.NoError(t, tx.PutChunk(e.ctx, stagedChunk(s.ID, 0)))
 		require.NoError(t, tx.SetVessel(e.ctx, finalize.VesselState{ActiveSnapshot: s.ID, ActiveRevision: 1}))
-		return tx.PutItems(e.ctx, []finalize.Item{{Key: finalize.ItemKey{Kind: catalog.KindPath, Path: "a.b"}, Record: []byte(recordFor(finalize.ItemKey{Kind: catalog.KindPath, Path: "a.b"}, 0)), Current: true}})
+		return tx.PutItems(e.ctx, []finalize.Item{{Key: catalog.Key{Kind: catalog.KindPath, Path: "a.b"}, Record: []byte(recordFor(catalog.Key{Kind: catalog.KindPath, Path: "a.b"}, 0)), CurrentlyObserved: true}})
 	})
 	other.in(func(tx finalize.Tx) error {
 		_, err := tx.Snapshot(e.ctx, s.ID)
@@ -458,7 +458,7 @@ func testStoreContext(t *testing.T, newStore NewStore) {
 
 // recordFor returns the canonical bytes of a valid record for k, its
 // content varied by n: the Tx contract lets a Store parse item records.
-func recordFor(k finalize.ItemKey, n int) string {
+func recordFor(k catalog.Key, n int) string {
 	var r *catalog.Record
 	var err error
 	switch k.Kind {

@@ -80,8 +80,8 @@ func requireExactTimes(t *testing.T, c finalize.Catalog, at map[int64]time.Time,
 			seen finalize.Seen
 		}{{"first seen", it.FirstSeen}, {"last seen", it.LastSeen}} {
 			want, ok := at[s.seen.Revision]
-			require.True(t, ok, "%s of %s %s %s: revision %d was never activated", s.what, it.Kind, it.Path, it.SourceRef, s.seen.Revision)
-			requireTime(t, s.what+" of "+it.Kind.String()+" "+it.Path+" "+it.SourceRef, want, s.seen.At)
+			require.True(t, ok, "%s of %s %s %s: revision %d was never activated", s.what, it.Key.Kind, it.Key.Path, it.Key.SourceRef, s.seen.Revision)
+			requireTime(t, s.what+" of "+it.Key.Kind.String()+" "+it.Key.Path+" "+it.Key.SourceRef, want, s.seen.At)
 		}
 	}
 }

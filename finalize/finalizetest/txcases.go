@@ -63,10 +63,10 @@ var txCalls = []txCall{
 		return tx.SetIndex(ctx, []finalize.IndexEntry{{Key: keyP, Digest: canonical.Sum([]byte("1"))}})
 	}},
 	{"PutItems", func(ctx context.Context, tx finalize.Tx, _ *env, _ finalize.Snapshot) error {
-		return tx.PutItems(ctx, []finalize.Item{{Key: keyP, Record: []byte(recordFor(keyP, 2)), Current: true}})
+		return tx.PutItems(ctx, []finalize.Item{{Key: keyP, Record: []byte(recordFor(keyP, 2)), CurrentlyObserved: true}})
 	}},
 	{"RetireItems", func(ctx context.Context, tx finalize.Tx, _ *env, _ finalize.Snapshot) error {
-		return tx.RetireItems(ctx, []finalize.ItemKey{keyP}, finalize.Seen{Revision: 1, At: epoch})
+		return tx.RetireItems(ctx, []catalog.Key{keyP}, finalize.Seen{Revision: 1, At: epoch})
 	}},
 	{"Items", func(ctx context.Context, tx finalize.Tx, _ *env, _ finalize.Snapshot) error {
 		_, err := tx.Items(ctx)
@@ -80,7 +80,7 @@ func txCallOf(method string) txCall {
 }
 
 // keyP is the key of the item the Tx contract tests write.
-var keyP = finalize.ItemKey{Kind: catalog.KindPath, Path: "navigation.speedOverGround"}
+var keyP = catalog.Key{Kind: catalog.KindPath, Path: "navigation.speedOverGround"}
 
 // stageOne commits a snapshot with chunk 0 and an item for keyP, and
 // returns the snapshot.
@@ -90,7 +90,7 @@ func (e *env) stageOne() finalize.Snapshot {
 	e.in(func(tx finalize.Tx) error {
 		require.NoError(e.t, tx.PutSnapshot(e.ctx, s), "PutSnapshot")
 		require.NoError(e.t, tx.PutChunk(e.ctx, stagedChunk(s.ID, 0)), "PutChunk")
-		return tx.PutItems(e.ctx, []finalize.Item{{Key: keyP, Record: []byte(recordFor(keyP, 1)), FirstSeen: finalize.Seen{Revision: 1, At: epoch}, Current: true}})
+		return tx.PutItems(e.ctx, []finalize.Item{{Key: keyP, Record: []byte(recordFor(keyP, 1)), FirstSeen: finalize.Seen{Revision: 1, At: epoch}, CurrentlyObserved: true}})
 	})
 	return s
 }
@@ -213,7 +213,7 @@ func testBytesOutliveTransaction(t *testing.T, newStore NewStore) {
 		c := stagedChunk(e.ids.next(), 0)
 		c.Snapshot = s.ID
 		require.NoError(t, tx.PutChunk(e.ctx, c), "PutChunk")
-		return tx.PutItems(e.ctx, []finalize.Item{{Key: keyP, Record: []byte(recordFor(keyP, 8)), Current: true}})
+		return tx.PutItems(e.ctx, []finalize.Item{{Key: keyP, Record: []byte(recordFor(keyP, 8)), CurrentlyObserved: true}})
 	})
 	e.in(func(tx finalize.Tx) error { read(tx, false); return nil })
 	e.in(func(tx finalize.Tx) error { return tx.DeleteSnapshot(e.ctx, s.ID) })

@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/yachtmemory/sourcecatalog"
+	"github.com/yachtmemory/sourcecatalog/catalog"
 	"github.com/yachtmemory/sourcecatalog/finalize"
 )
 
@@ -41,7 +42,7 @@ type vessel struct {
 	snapshots map[uuid.UUID]finalize.Snapshot
 	chunks    map[chunkKey]finalize.StagedChunk
 	index     []finalize.IndexEntry
-	items     map[finalize.ItemKey]finalize.Item
+	items     map[catalog.Key]finalize.Item
 }
 
 func (s *Store) vessel(id uuid.UUID) *vessel {
@@ -52,7 +53,7 @@ func (s *Store) vessel(id uuid.UUID) *vessel {
 		v = &vessel{
 			snapshots: make(map[uuid.UUID]finalize.Snapshot),
 			chunks:    make(map[chunkKey]finalize.StagedChunk),
-			items:     make(map[finalize.ItemKey]finalize.Item),
+			items:     make(map[catalog.Key]finalize.Item),
 		}
 		s.vessels[id] = v
 	}
@@ -87,7 +88,7 @@ type tx struct {
 	dropped   map[uuid.UUID]bool
 	chunks    map[chunkKey]finalize.StagedChunk
 	index     *[]finalize.IndexEntry
-	items     map[finalize.ItemKey]finalize.Item
+	items     map[catalog.Key]finalize.Item
 }
 
 func (t *tx) check(ctx context.Context) error {
@@ -270,7 +271,7 @@ func (t *tx) SetIndex(ctx context.Context, index []finalize.IndexEntry) error {
 	return nil
 }
 
-func (t *tx) item(k finalize.ItemKey) (finalize.Item, bool) {
+func (t *tx) item(k catalog.Key) (finalize.Item, bool) {
 	if it, ok := t.items[k]; ok {
 		return it, true
 	}
@@ -283,7 +284,7 @@ func (t *tx) PutItems(ctx context.Context, items []finalize.Item) error {
 		return err
 	}
 	if t.items == nil {
-		t.items = make(map[finalize.ItemKey]finalize.Item, len(items))
+		t.items = make(map[catalog.Key]finalize.Item, len(items))
 	}
 	for _, it := range items {
 		if old, ok := t.item(it.Key); ok {
@@ -294,16 +295,16 @@ func (t *tx) PutItems(ctx context.Context, items []finalize.Item) error {
 	return nil
 }
 
-func (t *tx) RetireItems(ctx context.Context, keys []finalize.ItemKey, last finalize.Seen) error {
+func (t *tx) RetireItems(ctx context.Context, keys []catalog.Key, last finalize.Seen) error {
 	if err := t.check(ctx); err != nil {
 		return err
 	}
 	if t.items == nil {
-		t.items = make(map[finalize.ItemKey]finalize.Item, len(keys))
+		t.items = make(map[catalog.Key]finalize.Item, len(keys))
 	}
 	for _, k := range keys {
 		if it, ok := t.item(k); ok {
-			it.Current, it.LastSeen = false, last
+			it.CurrentlyObserved, it.LastSeen = false, last
 			t.items[k] = it
 		}
 	}

@@ -114,7 +114,7 @@ type Report struct {
 	Reconciled []finalize.Outcome
 	// Earlier is the inventory that earlier runs left active, before
 	// this run's cycles (empty for a new receiver store).
-	Earlier []finalize.InventoryItem
+	Earlier []finalize.Item
 
 	Cycles []CycleReport
 
@@ -123,7 +123,7 @@ type Report struct {
 	ActiveSnapshot uuid.UUID
 	ActiveRevision int64
 	// Inventory is the final active catalog's inventory, in canonical order.
-	Inventory []finalize.InventoryItem
+	Inventory []finalize.Item
 	// Current and NotCurrent count its items by CurrentlyObserved.
 	Current, NotCurrent int
 	// Changes is the inventory difference between the two activations.
@@ -155,8 +155,8 @@ type CycleReport struct {
 // activations.
 type Change struct {
 	What   string // "appeared", "changed", "left" (no longer selected) or "returned"
-	Before *finalize.InventoryItem
-	After  finalize.InventoryItem
+	Before *finalize.Item
+	After  finalize.Item
 }
 
 // Run runs the demo, writing its progress and report to w, and returns the

@@ -58,9 +58,9 @@ func checkFinal(t *testing.T, r Report) {
 
 	// The inventory: cycle 2 current with last-seen 2; what left kept,
 	// not current, first and last seen 1; first-seen 1 throughout.
-	inCycle2 := map[finalize.ItemKey][]byte{}
+	inCycle2 := map[catalog.Key][]byte{}
 	for _, rec := range second {
-		inCycle2[finalize.ItemKey{Kind: rec.Kind(), Path: rec.PathName(), SourceRef: rec.SourceRef()}] = rec.Canonical()
+		inCycle2[rec.Key()] = rec.Canonical()
 	}
 	require.Len(t, r.Inventory, len(first))
 	assert.Equal(t, len(second), r.Current)
@@ -85,13 +85,13 @@ func checkFinal(t *testing.T, r Report) {
 	for _, c := range r.Changes {
 		switch c.What {
 		case "changed":
-			changed = append(changed, c.After.Kind.String()+" "+identity(c.After))
+			changed = append(changed, c.After.Key.Kind.String()+" "+identity(c.After))
 			require.NotNil(t, c.Before)
 			assert.NotEqual(t, c.Before.Record, c.After.Record)
 			assert.Equal(t, inCycle2[key(c.After)], c.After.Record, "the changed source's record is cycle 2's")
 			assert.Contains(t, difference(c.Before.Record, c.After.Record), `meta.softwareVersion "3.11" → "3.12"`)
 		case "left":
-			left = append(left, c.After.Kind.String()+" "+identity(c.After))
+			left = append(left, c.After.Key.Kind.String()+" "+identity(c.After))
 			assert.False(t, c.After.CurrentlyObserved)
 			assert.Equal(t, int64(1), c.After.FirstSeen.Revision)
 			assert.Equal(t, int64(1), c.After.LastSeen.Revision)
@@ -243,7 +243,7 @@ func (s forgetfulStore) WithVessel(ctx context.Context, id uuid.UUID, fn func(fi
 	return s.Store.WithVessel(ctx, id, func(tx finalize.Tx) error { return fn(forgetfulTx{tx}) })
 }
 
-func (forgetfulTx) RetireItems(context.Context, []finalize.ItemKey, finalize.Seen) error { return nil }
+func (forgetfulTx) RetireItems(context.Context, []catalog.Key, finalize.Seen) error { return nil }
 
 // sloppyStore overwrites first-seen.
 type sloppyStore struct{ finalize.Store }
@@ -257,7 +257,7 @@ func (s sloppyStore) WithVessel(ctx context.Context, id uuid.UUID, fn func(final
 func (t sloppyTx) Items(ctx context.Context) ([]finalize.Item, error) {
 	items, err := t.Tx.Items(ctx)
 	for i := range items {
-		if !items[i].Current {
+		if !items[i].CurrentlyObserved {
 			items[i].FirstSeen.Revision = 2
 		}
 	}

@@ -36,7 +36,7 @@ func (d *run) printReport() {
 	}
 	for _, c := range r.Changes {
 		it := c.After
-		line := fmt.Sprintf("    %-8s %-11s %s", c.What, it.Kind, identity(it))
+		line := fmt.Sprintf("    %-8s %-11s %s", c.What, it.Key.Kind, identity(it))
 		if c.What == "changed" && c.Before != nil {
 			line += ": " + difference(c.Before.Record, it.Record)
 		}
@@ -68,9 +68,9 @@ func outcomes(list []finalize.OutcomeStatus) string {
 }
 
 // identity renders an item's key.
-func identity(it finalize.InventoryItem) string { return keyString(key(it)) }
+func identity(it finalize.Item) string { return keyString(key(it)) }
 
-func keyString(k finalize.ItemKey) string {
+func keyString(k catalog.Key) string {
 	switch k.Kind {
 	case catalog.KindPath:
 		return k.Path
@@ -80,14 +80,12 @@ func keyString(k finalize.ItemKey) string {
 	return k.Path + " ← " + k.SourceRef
 }
 
-func key(it finalize.InventoryItem) finalize.ItemKey {
-	return finalize.ItemKey{Kind: it.Kind, Path: it.Path, SourceRef: it.SourceRef}
-}
+func key(it finalize.Item) catalog.Key { return it.Key }
 
 // changes lists the items that differ between two inventories, in the
 // order of after.
-func changes(before, after []finalize.InventoryItem) []Change {
-	old := make(map[finalize.ItemKey]*finalize.InventoryItem, len(before))
+func changes(before, after []finalize.Item) []Change {
+	old := make(map[catalog.Key]*finalize.Item, len(before))
 	for i := range before {
 		old[key(before[i])] = &before[i]
 	}
@@ -170,19 +168,19 @@ type activation struct {
 // everything an earlier activation or the earlier inventory holds kept and
 // not currently observed with its last sighting; first-seen never changes
 // once set, and the record is always the latest one seen.
-func expectedInventory(earlier []finalize.InventoryItem, acts []activation) map[finalize.ItemKey]finalize.InventoryItem {
-	inv := make(map[finalize.ItemKey]finalize.InventoryItem, len(earlier))
+func expectedInventory(earlier []finalize.Item, acts []activation) map[catalog.Key]finalize.Item {
+	inv := make(map[catalog.Key]finalize.Item, len(earlier))
 	for _, it := range earlier {
 		inv[key(it)] = it
 	}
 	for _, a := range acts {
-		selected := make(map[finalize.ItemKey]bool, len(a.records))
+		selected := make(map[catalog.Key]bool, len(a.records))
 		for _, r := range a.records {
-			k := finalize.ItemKey{Kind: r.Kind(), Path: r.PathName(), SourceRef: r.SourceRef()}
+			k := r.Key()
 			selected[k] = true
 			it, ok := inv[k]
 			if !ok {
-				it = finalize.InventoryItem{Kind: k.Kind, Path: k.Path, SourceRef: k.SourceRef, FirstSeen: a.seen}
+				it = finalize.Item{Key: k, FirstSeen: a.seen}
 			}
 			it.Record, it.LastSeen, it.CurrentlyObserved = r.Canonical(), a.seen, true
 			inv[k] = it
@@ -199,52 +197,42 @@ func expectedInventory(earlier []finalize.InventoryItem, acts []activation) map[
 
 // checkInventory compares an active catalog's items with the expected
 // inventory and reports every difference (the first few).
-func checkInventory(items []finalize.InventoryItem, want map[finalize.ItemKey]finalize.InventoryItem) error {
+func checkInventory(items []finalize.Item, want map[catalog.Key]finalize.Item) error {
 	var errs []error
 	add := func(format string, args ...any) {
 		if len(errs) < 8 {
 			errs = append(errs, fmt.Errorf(format, args...))
 		}
 	}
-	seen := make(map[finalize.ItemKey]bool, len(items))
+	seen := make(map[catalog.Key]bool, len(items))
 	for _, got := range items {
 		k := key(got)
 		if seen[k] {
-			add("%s %s appears twice in the inventory", got.Kind, identity(got))
+			add("%s %s appears twice in the inventory", got.Key.Kind, identity(got))
 			continue
 		}
 		seen[k] = true
 		w, ok := want[k]
 		switch {
 		case !ok:
-			add("unexpected %s %s in the inventory", got.Kind, identity(got))
+			add("unexpected %s %s in the inventory", got.Key.Kind, identity(got))
 		case got.CurrentlyObserved != w.CurrentlyObserved:
-			add("%s %s: currently observed %t, want %t", got.Kind, identity(got), got.CurrentlyObserved, w.CurrentlyObserved)
+			add("%s %s: currently observed %t, want %t", got.Key.Kind, identity(got), got.CurrentlyObserved, w.CurrentlyObserved)
 		case !sameSeen(got.FirstSeen, w.FirstSeen):
-			add("%s %s: first seen %s, want %s", got.Kind, identity(got), seenString(got.FirstSeen), seenString(w.FirstSeen))
+			add("%s %s: first seen %s, want %s", got.Key.Kind, identity(got), seenString(got.FirstSeen), seenString(w.FirstSeen))
 		case !sameSeen(got.LastSeen, w.LastSeen):
-			add("%s %s: last seen %s, want %s", got.Kind, identity(got), seenString(got.LastSeen), seenString(w.LastSeen))
+			add("%s %s: last seen %s, want %s", got.Key.Kind, identity(got), seenString(got.LastSeen), seenString(w.LastSeen))
 		case !bytes.Equal(got.Record, w.Record):
-			add("%s %s: the record is not the latest one selected", got.Kind, identity(got))
+			add("%s %s: the record is not the latest one selected", got.Key.Kind, identity(got))
 		}
 	}
-	for _, k := range slices.SortedFunc(maps.Keys(want), compareKeys) {
+	for _, k := range slices.SortedFunc(maps.Keys(want), catalog.Key.Compare) {
 		if !seen[k] {
 			w := want[k]
-			add("%s %s is missing from the inventory", w.Kind, identity(w))
+			add("%s %s is missing from the inventory", w.Key.Kind, identity(w))
 		}
 	}
 	return errors.Join(errs...)
-}
-
-func compareKeys(a, b finalize.ItemKey) int {
-	if a.Kind != b.Kind {
-		return int(a.Kind) - int(b.Kind)
-	}
-	if c := strings.Compare(a.Path, b.Path); c != 0 {
-		return c
-	}
-	return strings.Compare(a.SourceRef, b.SourceRef)
 }
 
 func sameSeen(a, b finalize.Seen) bool { return a.Revision == b.Revision && a.At.Equal(b.At) }
@@ -255,7 +243,7 @@ func seenString(s finalize.Seen) string {
 
 // checkActive checks an active catalog after the activations acts on top
 // of the earlier inventory; the last activation is cycle c.
-func checkActive(cat finalize.Catalog, c CycleReport, earlier []finalize.InventoryItem, acts []activation) error {
+func checkActive(cat finalize.Catalog, c CycleReport, earlier []finalize.Item, acts []activation) error {
 	var errs []error
 	if cat.SnapshotID != c.SnapshotID || cat.Revision != c.Revision {
 		errs = append(errs, fmt.Errorf("active snapshot %s revision %d, want %s revision %d", cat.SnapshotID, cat.Revision, c.SnapshotID, c.Revision))
@@ -318,14 +306,14 @@ func (d *run) verify(cat finalize.Catalog, first, second []*catalog.Record) erro
 // records: the records of both cycles whose bytes differ are "changed", and
 // the records of cycle 1 that cycle 2 lacks "left"; nothing else.
 func checkChanges(got []Change, first, second []*catalog.Record) error {
-	want := map[finalize.ItemKey]string{}
-	next := map[finalize.ItemKey][]byte{}
+	want := map[catalog.Key]string{}
+	next := map[catalog.Key][]byte{}
 	for _, r := range second {
-		next[finalize.ItemKey{Kind: r.Kind(), Path: r.PathName(), SourceRef: r.SourceRef()}] = r.Canonical()
+		next[r.Key()] = r.Canonical()
 	}
-	had := map[finalize.ItemKey]bool{}
+	had := map[catalog.Key]bool{}
 	for _, r := range first {
-		k := finalize.ItemKey{Kind: r.Kind(), Path: r.PathName(), SourceRef: r.SourceRef()}
+		k := r.Key()
 		had[k] = true
 		switch b, ok := next[k]; {
 		case !ok:
@@ -343,11 +331,11 @@ func checkChanges(got []Change, first, second []*catalog.Record) error {
 	for _, c := range got {
 		k := key(c.After)
 		if want[k] != c.What {
-			errs = append(errs, fmt.Errorf("%s %s %s between the activations, want %q", c.After.Kind, identity(c.After), c.What, want[k]))
+			errs = append(errs, fmt.Errorf("%s %s %s between the activations, want %q", c.After.Key.Kind, identity(c.After), c.What, want[k]))
 		}
 		delete(want, k)
 	}
-	for _, k := range slices.SortedFunc(maps.Keys(want), compareKeys) {
+	for _, k := range slices.SortedFunc(maps.Keys(want), catalog.Key.Compare) {
 		errs = append(errs, fmt.Errorf("%s %s did not show as %s between the activations", k.Kind, keyString(k), want[k]))
 	}
 	return errors.Join(errs...)

@@ -11,11 +11,11 @@ import (
 
 func TestIndexRoundTrip(t *testing.T) {
 	index := []finalize.IndexEntry{
-		{Key: finalize.ItemKey{Kind: catalog.KindPath, Path: "electrical.batteries.house.voltage"}, Digest: [32]byte{1}},
-		{Key: finalize.ItemKey{Kind: catalog.KindPath, Path: "electrical.batteries.house.current"}, Digest: [32]byte{2}},
-		{Key: finalize.ItemKey{Kind: catalog.KindPath, Path: "electrical.batteries.house"}, Digest: [32]byte{3}},
-		{Key: finalize.ItemKey{Kind: catalog.KindSource, SourceRef: "can0.c0788c00e7e04312"}, Digest: [32]byte{4}},
-		{Key: finalize.ItemKey{Kind: catalog.KindObservation, Path: "électrique.😀", SourceRef: "can0.c0788c00e7e04312"}, Digest: [32]byte{5}},
+		{Key: catalog.Key{Kind: catalog.KindPath, Path: "electrical.batteries.house.voltage"}, Digest: [32]byte{1}},
+		{Key: catalog.Key{Kind: catalog.KindPath, Path: "electrical.batteries.house.current"}, Digest: [32]byte{2}},
+		{Key: catalog.Key{Kind: catalog.KindPath, Path: "electrical.batteries.house"}, Digest: [32]byte{3}},
+		{Key: catalog.Key{Kind: catalog.KindSource, SourceRef: "can0.c0788c00e7e04312"}, Digest: [32]byte{4}},
+		{Key: catalog.Key{Kind: catalog.KindObservation, Path: "électrique.😀", SourceRef: "can0.c0788c00e7e04312"}, Digest: [32]byte{5}},
 	}
 	blob := Encode(index)
 	got, err := Decode(blob)
