@@ -41,6 +41,7 @@ import (
 	"github.com/yachtmemory/sourcecatalog/httpbinding"
 	"github.com/yachtmemory/sourcecatalog/mysqlstore"
 	"github.com/yachtmemory/sourcecatalog/outbox"
+	outboxmem "github.com/yachtmemory/sourcecatalog/outbox/memstore"
 	"github.com/yachtmemory/sourcecatalog/outbox/outboxtest"
 )
 
@@ -88,14 +89,14 @@ func errorCases() map[string]errCase {
 		// Package outbox.
 		"outbox.ErrCapabilityOff": {
 			provoke: func(t *testing.T) error {
-				_, err := outbox.NewPublisher(outbox.NewMemStore(), vesselID, nil).Publish(context.Background())
+				_, err := outbox.NewPublisher(outboxmem.New(), vesselID, nil).Publish(context.Background())
 				return err
 			},
 			is: is(outbox.ErrCapabilityOff), class: sourcecatalog.ErrUnsupported,
 		},
 		"outbox.ErrReceiptMismatch": {
 			provoke: func(t *testing.T) error {
-				store := committed(t, outbox.NewMemStore())
+				store := committed(t, outboxmem.New())
 				p := outbox.NewPublisher(store, vesselID, wrongReceipts{}, outbox.WithReceiverV2(true))
 				_, err := p.Publish(context.Background())
 				return err
@@ -105,7 +106,7 @@ func errorCases() map[string]errCase {
 		"sourcecatalog.ErrNotFound": {
 			provoke: func(t *testing.T) error {
 				ctx := context.Background()
-				return outbox.NewMemStore().WithVessel(ctx, vesselID, func(tx outbox.Tx) error {
+				return outboxmem.New().WithVessel(ctx, vesselID, func(tx outbox.Tx) error {
 					_, err := tx.Entries(ctx, uuid.New())
 					return err
 				})
@@ -114,7 +115,7 @@ func errorCases() map[string]errCase {
 		},
 		"outbox/outboxtest.ErrInjected": {
 			provoke: func(t *testing.T) error {
-				store := outboxtest.NewFaultStore(outbox.NewMemStore())
+				store := outboxtest.NewFaultStore(outboxmem.New())
 				store.Inject(outboxtest.FailOp, 1)
 				_, err := outbox.NewWriter(store).Commit(context.Background(), cycle(t))
 				return err
@@ -223,21 +224,21 @@ func operationCases() map[string]errCase {
 		},
 		"outbox: Publish with a done context": {
 			provoke: func(t *testing.T) error {
-				_, err := outbox.NewPublisher(outbox.NewMemStore(), vesselID, wrongReceipts{}, outbox.WithReceiverV2(true)).Publish(done)
+				_, err := outbox.NewPublisher(outboxmem.New(), vesselID, wrongReceipts{}, outbox.WithReceiverV2(true)).Publish(done)
 				return err
 			},
 			is: is(context.Canceled), class: sourcecatalog.ErrStoreUnavailable,
 		},
 		"outbox: Commit with a done context": {
 			provoke: func(t *testing.T) error {
-				_, err := outbox.NewWriter(outbox.NewMemStore()).Commit(done, cycle(t))
+				_, err := outbox.NewWriter(outboxmem.New()).Commit(done, cycle(t))
 				return err
 			},
 			is: is(context.Canceled), class: sourcecatalog.ErrStoreUnavailable,
 		},
 		"outbox: Publish over a store failing to mark delivered": {
 			provoke: func(t *testing.T) error {
-				store := outboxtest.NewFaultStore(committed(t, outbox.NewMemStore()))
+				store := outboxtest.NewFaultStore(committed(t, outboxmem.New()))
 				store.Inject(outboxtest.FailOp, 2) // Pending, then SetState
 				_, err := outbox.NewPublisher(store, vesselID, rightReceipts{}, outbox.WithReceiverV2(true)).Publish(context.Background())
 				return err

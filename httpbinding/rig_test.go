@@ -21,6 +21,7 @@ import (
 	"github.com/yachtmemory/sourcecatalog/finalize/memstore"
 	"github.com/yachtmemory/sourcecatalog/httpbinding"
 	"github.com/yachtmemory/sourcecatalog/outbox"
+	outboxmem "github.com/yachtmemory/sourcecatalog/outbox/memstore"
 )
 
 // A rig is a receiver served over TLS on a loopback port.
@@ -198,7 +199,7 @@ func records(t *testing.T, prefix string, n int) []*catalog.Record {
 // board is a vessel's on-board outbox with one committed cycle.
 type board struct {
 	vessel  uuid.UUID
-	store   *outbox.MemStore
+	store   *outboxmem.Store
 	commit  outbox.Commit
 	snapID  uuid.UUID
 	entries []outbox.Entry
@@ -212,7 +213,7 @@ func commitCycle(t *testing.T, vessel, snapshot uuid.UUID, prefix string, n int)
 	if snapshot != uuid.Nil {
 		c.SnapshotID = snapshot
 	}
-	store := outbox.NewMemStore()
+	store := outboxmem.New()
 	commit, err := outbox.NewWriter(store).Commit(context.Background(), c)
 	require.NoError(t, err)
 	return &board{vessel: vessel, store: store, commit: commit, snapID: c.SnapshotID, entries: commit.Entries}

@@ -13,6 +13,7 @@ import (
 	"github.com/yachtmemory/sourcecatalog/finalize"
 	"github.com/yachtmemory/sourcecatalog/finalize/memstore"
 	"github.com/yachtmemory/sourcecatalog/outbox"
+	outboxmem "github.com/yachtmemory/sourcecatalog/outbox/memstore"
 )
 
 // A shoreLink is a Transport that hands each entry to a receiver in the
@@ -76,7 +77,7 @@ func Example() {
 
 	// On board: one transaction allocates the revision and writes the
 	// manifest and chunks as pending entries.
-	store := outbox.NewMemStore()
+	store := outboxmem.New()
 	cycle := outbox.NewCycle(vessel, time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC), []*catalog.Record{path, source, obs})
 	commit, err := outbox.NewWriter(store).Commit(ctx, cycle)
 	if err != nil {

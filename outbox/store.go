@@ -8,7 +8,7 @@ import (
 )
 
 // A Store persists a vessel's revision counter and outbox entries.
-// MemStore is the in-memory reference; mysqlstore.Outbox the MariaDB one,
+// outbox/memstore is the in-memory reference; mysqlstore.Outbox the MariaDB one,
 // sqlitestore's Outbox the SQLite one; outboxtest.Run is the conformance
 // suite every Store passes.
 type Store interface {

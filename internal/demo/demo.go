@@ -32,6 +32,7 @@ import (
 	"github.com/yachtmemory/sourcecatalog/finalize"
 	"github.com/yachtmemory/sourcecatalog/finalize/memstore"
 	"github.com/yachtmemory/sourcecatalog/outbox"
+	outboxmem "github.com/yachtmemory/sourcecatalog/outbox/memstore"
 )
 
 // Config configures Run. The zero Config is seed 0 on the default link
@@ -40,7 +41,7 @@ type Config struct {
 	Seed uint64
 
 	// OutboxStore is the on-board outbox; nil means a new
-	// outbox.MemStore. What it holds for the demo vessel
+	// outboxmem.Store. What it holds for the demo vessel
 	// (examples.VesselID) from earlier runs is resumed.
 	OutboxStore outbox.Store
 	// OutboxName names the outbox store in the output; "" means
@@ -186,7 +187,7 @@ func Run(ctx context.Context, cfg Config, w io.Writer) (Report, error) {
 	}
 	box, boxName := cfg.OutboxStore, cfg.OutboxName
 	if box == nil {
-		box = outbox.NewMemStore()
+		box = outboxmem.New()
 		if boxName == "" {
 			boxName = "memstore"
 		}

@@ -14,7 +14,7 @@ import (
 	"github.com/yachtmemory/sourcecatalog/examples"
 	"github.com/yachtmemory/sourcecatalog/finalize"
 	"github.com/yachtmemory/sourcecatalog/finalize/memstore"
-	"github.com/yachtmemory/sourcecatalog/outbox"
+	outboxmem "github.com/yachtmemory/sourcecatalog/outbox/memstore"
 )
 
 func runDemo(t *testing.T, cfg Config) (Report, string) {
@@ -337,7 +337,7 @@ func checkContinued(t *testing.T, r Report, last int64) {
 }
 
 func TestRunContinuesOnItsStores(t *testing.T) {
-	box, store := outbox.NewMemStore(), memstore.New()
+	box, store := outboxmem.New(), memstore.New()
 	cfg := Config{Seed: 1, OutboxStore: box, ReceiverStore: store}
 	r1, _ := runDemo(t, cfg)
 	checkFinal(t, r1)
@@ -360,7 +360,7 @@ func TestRunContinuesOnItsStores(t *testing.T) {
 // A receiver that holds state the outbox did not write is refused: the
 // demo's revisions would collide with it.
 func TestRunRefusesAReceiverAheadOfItsOutbox(t *testing.T) {
-	box, store := outbox.NewMemStore(), memstore.New()
+	box, store := outboxmem.New(), memstore.New()
 	runDemo(t, Config{Seed: 2, OutboxStore: box, ReceiverStore: store})
 	_, err := Run(context.Background(), Config{Seed: 2, ReceiverStore: store}, &bytes.Buffer{})
 	require.Error(t, err)
@@ -395,7 +395,7 @@ func TestRunResumesAStoppedRun(t *testing.T) {
 		{Step{Cycle: 2, What: StepPublished, Pass: 1}, 2, 1, 2},
 	} {
 		t.Run(tc.stop.String(), func(t *testing.T) {
-			box, store := outbox.NewMemStore(), memstore.New()
+			box, store := outboxmem.New(), memstore.New()
 			var seen []string
 			cfg := Config{Seed: 1, OutboxStore: box, ReceiverStore: store, AfterStep: func(s Step) error {
 				seen = append(seen, s.String())

@@ -11,11 +11,12 @@ import (
 	"github.com/google/uuid"
 	"github.com/yachtmemory/sourcecatalog/internal/suite"
 	"github.com/yachtmemory/sourcecatalog/outbox"
+	"github.com/yachtmemory/sourcecatalog/outbox/memstore"
 	"github.com/yachtmemory/sourcecatalog/outbox/outboxtest"
 )
 
 // The kit is tested the way it is meant to fail: against stores with one
-// bug each, a MemStore wrapped to inject it. A failing kit fails the test
+// bug each, a memstore.Store wrapped to inject it. A failing kit fails the test
 // running it, so each broken store runs in a child process — this test
 // binary again, running only TestBrokenStore — and the parent requires
 // that the child failed, and in the subtest named.
@@ -24,7 +25,7 @@ var brokenStores = []suite.Broken{
 	{"wrap-error", "WithVessel wraps the callback's error", "Store/CallbackErrorUnchanged/Sentinel"},
 	{"reuse-buffer", "returned byte slices are a buffer reused by the next transaction", "Store/BytesOutliveTransaction"},
 	{"lose-on-reopen", "a reopened store has lost its data", "Store/NextRevisionPersisted"},
-	{"", "none (control): RunReopen over a MemStore kept across reopens", "Store/NextRevisionPersisted"},
+	{"", "none (control): RunReopen over a memstore.Store kept across reopens", "Store/NextRevisionPersisted"},
 }
 
 // brokenEnv names the broken store TestBrokenStore runs the kit against.
@@ -36,15 +37,15 @@ func TestBrokenStore(t *testing.T) {
 	switch name := suite.BrokenStore(t, brokenEnv); name {
 	case "lose-on-reopen":
 		outboxtest.RunReopen(t, func(*testing.T) (outbox.Store, func() (outbox.Store, error)) {
-			return outbox.NewMemStore(), func() (outbox.Store, error) { return outbox.NewMemStore(), nil }
+			return memstore.New(), func() (outbox.Store, error) { return memstore.New(), nil }
 		})
 	case "":
 		outboxtest.RunReopen(t, func(*testing.T) (outbox.Store, func() (outbox.Store, error)) {
-			s := outbox.NewMemStore()
+			s := memstore.New()
 			return s, func() (outbox.Store, error) { return s, nil }
 		})
 	default:
-		outboxtest.Run(t, func(*testing.T) outbox.Store { return &broken{bug: name, inner: outbox.NewMemStore()} })
+		outboxtest.Run(t, func(*testing.T) outbox.Store { return &broken{bug: name, inner: memstore.New()} })
 	}
 }
 
@@ -52,10 +53,10 @@ func TestKitFailsBrokenStores(t *testing.T) {
 	suite.RequireKitFails(t, brokenEnv, brokenStores)
 }
 
-// broken is a MemStore with one bug.
+// broken is a memstore.Store with one bug.
 type broken struct {
 	bug   string
-	inner *outbox.MemStore
+	inner *memstore.Store
 
 	mu    sync.Mutex
 	arena map[uuid.UUID][]byte // reuse-buffer: the memory a vessel's reads return, reused by each transaction
@@ -77,7 +78,7 @@ func (b *broken) WithVessel(ctx context.Context, vessel uuid.UUID, fn func(outbo
 	return err
 }
 
-// brokenTx passes every call to the MemStore Tx, except those its bug
+// brokenTx passes every call to the memstore Tx, except those its bug
 // changes.
 type brokenTx struct {
 	b      *broken

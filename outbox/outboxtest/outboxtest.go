@@ -1,5 +1,5 @@
 // Package outboxtest is the conformance suite of package outbox: any
-// outbox.Store — MemStore, mysqlstore.Outbox, an integrator's own — runs
+// outbox.Store — outbox/memstore, mysqlstore.Outbox, an integrator's own — runs
 // the on-board rules (SPEC.md §7.4–§7.5; draft 0.1.0, "Completion, retries, and
 // atomic activation", item 1) through outbox.Writer and outbox.Publisher,
 // and must pass.

@@ -1,4 +1,8 @@
-package outbox
+// Package memstore is the in-memory outbox.Store: the reference
+// implementation of the Store contract, for tests and throwaway demos.
+// Nothing survives the process, so it must never hold a vessel's real
+// outbox (see SPEC.md §7.4).
+package memstore
 
 import (
 	"cmp"
@@ -8,21 +12,22 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/yachtmemory/sourcecatalog"
+	"github.com/yachtmemory/sourcecatalog/outbox"
 )
 
-// MemStore is a concurrency-safe in-memory Store, the embedded default and
-// the reference implementation of the Store contract. Transactions are
-// serialised per vessel and buffer their writes until the callback returns
-// nil. Nothing survives the process.
-type MemStore struct {
+// Store is a concurrency-safe in-memory outbox.Store, the reference
+// implementation of the Store contract. Transactions are serialised per
+// vessel and buffer their writes until the callback returns nil. Nothing
+// survives the process.
+type Store struct {
 	mu      sync.Mutex
 	vessels map[uuid.UUID]*memVessel
 }
 
-var _ Store = (*MemStore)(nil)
+var _ outbox.Store = (*Store)(nil)
 
-// NewMemStore returns an empty MemStore.
-func NewMemStore() *MemStore { return &MemStore{vessels: make(map[uuid.UUID]*memVessel)} }
+// New returns an empty Store.
+func New() *Store { return &Store{vessels: make(map[uuid.UUID]*memVessel)} }
 
 type entryKey struct {
 	snapshot uuid.UUID
@@ -32,12 +37,12 @@ type entryKey struct {
 type memVessel struct {
 	mu       sync.Mutex // held for a whole transaction
 	revision int64
-	entries  []Entry
+	entries  []outbox.Entry
 	at       map[entryKey]int // position in entries
 }
 
 // WithVessel implements Store.
-func (s *MemStore) WithVessel(ctx context.Context, vesselID uuid.UUID, fn func(Tx) error) error {
+func (s *Store) WithVessel(ctx context.Context, vesselID uuid.UUID, fn func(outbox.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -70,13 +75,13 @@ type memTx struct {
 	v        *memVessel
 	done     bool
 	revision int64
-	added    []Entry
-	states   map[entryKey]State
+	added    []outbox.Entry
+	states   map[entryKey]outbox.State
 }
 
 func (t *memTx) check(ctx context.Context) error {
 	if t.done {
-		panic("outbox: Tx used after its callback returned")
+		panic("outbox/memstore: Tx used after its callback returned")
 	}
 	return ctx.Err()
 }
@@ -90,8 +95,8 @@ func (t *memTx) NextRevision(ctx context.Context) (int64, error) {
 }
 
 // all returns the committed entries overlaid with this transaction's.
-func (t *memTx) all() []Entry {
-	out := make([]Entry, 0, len(t.v.entries)+len(t.added))
+func (t *memTx) all() []outbox.Entry {
+	out := make([]outbox.Entry, 0, len(t.v.entries)+len(t.added))
 	out = append(out, t.v.entries...)
 	out = append(out, t.added...)
 	for i := range out {
@@ -102,11 +107,11 @@ func (t *memTx) all() []Entry {
 	return out
 }
 
-func (t *memTx) Entries(ctx context.Context, snapshot uuid.UUID) ([]Entry, error) {
+func (t *memTx) Entries(ctx context.Context, snapshot uuid.UUID) ([]outbox.Entry, error) {
 	if err := t.check(ctx); err != nil {
 		return nil, err
 	}
-	var out []Entry
+	var out []outbox.Entry
 	for _, e := range t.all() {
 		if e.SnapshotID == snapshot {
 			out = append(out, e)
@@ -115,11 +120,11 @@ func (t *memTx) Entries(ctx context.Context, snapshot uuid.UUID) ([]Entry, error
 	if len(out) == 0 {
 		return nil, sourcecatalog.ErrNotFound
 	}
-	slices.SortFunc(out, func(a, b Entry) int { return cmp.Compare(a.ChunkIndex, b.ChunkIndex) })
+	slices.SortFunc(out, func(a, b outbox.Entry) int { return cmp.Compare(a.ChunkIndex, b.ChunkIndex) })
 	return out, nil
 }
 
-func (t *memTx) PutEntries(ctx context.Context, entries []Entry) error {
+func (t *memTx) PutEntries(ctx context.Context, entries []outbox.Entry) error {
 	if err := t.check(ctx); err != nil {
 		return err
 	}
@@ -127,17 +132,17 @@ func (t *memTx) PutEntries(ctx context.Context, entries []Entry) error {
 	return nil
 }
 
-func (t *memTx) Pending(ctx context.Context, limit int) ([]Entry, error) {
+func (t *memTx) Pending(ctx context.Context, limit int) ([]outbox.Entry, error) {
 	if err := t.check(ctx); err != nil {
 		return nil, err
 	}
-	var out []Entry
+	var out []outbox.Entry
 	for _, e := range t.all() {
-		if e.State == Pending {
+		if e.State == outbox.Pending {
 			out = append(out, e)
 		}
 	}
-	slices.SortStableFunc(out, func(a, b Entry) int {
+	slices.SortStableFunc(out, func(a, b outbox.Entry) int {
 		if c := cmp.Compare(a.Revision, b.Revision); c != 0 {
 			return c
 		}
@@ -146,18 +151,18 @@ func (t *memTx) Pending(ctx context.Context, limit int) ([]Entry, error) {
 	return out[:min(max(limit, 0), len(out))], nil
 }
 
-func (t *memTx) SetState(ctx context.Context, snapshot uuid.UUID, chunkIndex int, state State) error {
+func (t *memTx) SetState(ctx context.Context, snapshot uuid.UUID, chunkIndex int, state outbox.State) error {
 	if err := t.check(ctx); err != nil {
 		return err
 	}
 	k := entryKey{snapshot, chunkIndex}
 	_, committed := t.v.at[k]
-	added := slices.ContainsFunc(t.added, func(e Entry) bool { return e.SnapshotID == snapshot && e.ChunkIndex == chunkIndex })
+	added := slices.ContainsFunc(t.added, func(e outbox.Entry) bool { return e.SnapshotID == snapshot && e.ChunkIndex == chunkIndex })
 	if !committed && !added {
 		return sourcecatalog.ErrNotFound
 	}
 	if t.states == nil {
-		t.states = make(map[entryKey]State)
+		t.states = make(map[entryKey]outbox.State)
 	}
 	t.states[k] = state
 	return nil
