@@ -120,7 +120,12 @@ type VesselState struct {
 	ActiveDocument     canonical.Digest
 }
 
-// SnapshotState is where a staged snapshot is in its life.
+// SnapshotState is where a staged snapshot is in its life: what a Store
+// keeps. It is not the outcome of a Finalize call ([OutcomeStatus]), which
+// also says how the snapshot compares with the active one; the outcome
+// that finalized a snapshot is kept in Snapshot.Final. A snapshot
+// finalized AlreadyActive or Superseded was never activated itself, and
+// both are in StateSuperseded.
 type SnapshotState string
 
 // Snapshot states. Staging snapshots count against the incomplete staging
