@@ -527,10 +527,9 @@ func (t *transformer) sortMembers(open, in int) error {
 		}
 	}
 	first, _ := slices.BinarySearch(t.flips, open) // the object's flips
-	var moved []int
-	if first < len(t.flips) {
-		moved = make([]int, len(t.flips)-first)
-	}
+	n := len(t.flips) - first
+	moved := slices.Grow(t.movedFlips[:0], n)[:n] // reused: nested objects must not allocate per level
+	t.movedFlips = moved
 	tmp := slices.Grow(t.tmp[:0], len(out)-open-1)
 	for k, m := range mems {
 		if k > 0 {

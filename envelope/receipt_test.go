@@ -2,6 +2,7 @@ package envelope
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
@@ -136,6 +137,18 @@ func TestRefusalOf(t *testing.T) {
 			Refusal{Class: sourcecatalog.ErrStoreUnavailable, Chunk: -1, Record: -1, Message: "store unavailable"}},
 		{"bounded message", sourcecatalog.Errorf(sourcecatalog.ErrConflict, long),
 			Refusal{Class: sourcecatalog.ErrConflict, Chunk: -1, Record: -1, Message: cutString("conflict: "+long, 256)}},
+		{"nil", nil,
+			Refusal{Class: sourcecatalog.ErrStoreUnavailable, Chunk: -1, Record: -1, Message: "store unavailable"}},
+		{"empty join", errors.Join(),
+			Refusal{Class: sourcecatalog.ErrStoreUnavailable, Chunk: -1, Record: -1, Message: "store unavailable"}},
+		{"negative indexes", &sourcecatalog.Error{Class: sourcecatalog.ErrIntegrity, Chunk: 1, Record: -7},
+			Refusal{Class: sourcecatalog.ErrIntegrity, Chunk: 1, Record: -1, Message: "integrity violation"}},
+		{"negative chunk", &sourcecatalog.Error{Class: sourcecatalog.ErrIntegrity, Chunk: -7, Record: 3},
+			Refusal{Class: sourcecatalog.ErrIntegrity, Chunk: -1, Record: -1, Message: "integrity violation"}},
+		{"long field built by hand", &sourcecatalog.Error{Class: sourcecatalog.ErrInvalidValue, Chunk: 1, Record: -1, Field: strings.Repeat("x", 100)},
+			Refusal{Class: sourcecatalog.ErrInvalidValue, Chunk: 1, Record: -1, Field: strings.Repeat("x", 64) + "…", Message: "invalid value"}},
+		{"field repaired then cut", sourcecatalog.Errorf(sourcecatalog.ErrUnknownField, "x").AtField(strings.Repeat("\xffa", 40)),
+			Refusal{Class: sourcecatalog.ErrUnknownField, Chunk: -1, Record: -1, Field: sourcecatalog.Errorf(sourcecatalog.ErrUnknownField, "").AtField(strings.ToValidUTF8(strings.Repeat("\xffa", 32), "\uFFFD")).Field, Message: "unknown field: x"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := RefusalOf(tc.err)

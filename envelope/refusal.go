@@ -26,28 +26,40 @@ type Refusal struct {
 }
 
 // RefusalOf returns the refusal answering err: the class and location of
-// its first problem. An error of no class is refused as
-// ErrStoreUnavailable. The message is the class and the problem's bounded
-// detail, never the cause's text, which may describe the receiver's
-// internals.
+// its first problem. An error of no class, or nil, is refused as
+// ErrStoreUnavailable with no location. The message is the class and the
+// problem's bounded detail, never the cause's text, which may describe the
+// receiver's internals. The refusal always passes Check: a location or
+// field it cannot carry is dropped or cut, never sent malformed.
 func RefusalOf(err error) Refusal {
-	p := sourcecatalog.Problems(err)[0]
-	f := Refusal{Class: sourcecatalog.Class(p), Chunk: p.Chunk, Record: p.Record, Field: p.Field}
-	if f.Class == nil {
-		f.Class = sourcecatalog.ErrStoreUnavailable
+	unavailable := Refusal{Class: sourcecatalog.ErrStoreUnavailable, Chunk: sourcecatalog.NoIndex, Record: sourcecatalog.NoIndex, Message: sourcecatalog.ErrStoreUnavailable.Error()}
+	problems := sourcecatalog.Problems(err)
+	if len(problems) == 0 {
+		return unavailable
 	}
-	if f.Chunk == sourcecatalog.NoIndex || f.Chunk >= sourcecatalog.MaxChunks {
+	p := problems[0]
+	f := Refusal{Class: sourcecatalog.Class(p), Chunk: p.Chunk, Record: p.Record}
+	if f.Class == nil {
+		return unavailable
+	}
+	if f.Chunk < 0 || f.Chunk >= sourcecatalog.MaxChunks {
 		f.Chunk, f.Record = sourcecatalog.NoIndex, sourcecatalog.NoIndex // a record counted in a list, not in a chunk
 	}
-	if f.Record >= sourcecatalog.MaxRecordsPerChunk {
+	if f.Record < 0 || f.Record >= sourcecatalog.MaxRecordsPerChunk {
 		f.Record = sourcecatalog.NoIndex
+	}
+	if p.Field != "" {
+		// Repaired first, then cut as sourcecatalog.Error.AtField cuts.
+		f.Field = sourcecatalog.Errorf(f.Class, "").AtField(strings.ToValidUTF8(p.Field, "\uFFFD")).Field
 	}
 	f.Message = f.Class.Error()
 	if p.Class == f.Class && p.Detail != "" {
 		f.Message += ": " + p.Detail
 	}
-	f.Field = strings.ToValidUTF8(f.Field, "\uFFFD")
 	f.Message = cutString(strings.ToValidUTF8(f.Message, "\uFFFD"), maxRefusalMessage)
+	if f.Check() != nil {
+		return unavailable
+	}
 	return f
 }
 

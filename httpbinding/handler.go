@@ -3,6 +3,7 @@ package httpbinding
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"time"
@@ -188,7 +189,8 @@ func (h *Handler) receive(ctx context.Context, origin finalize.Origin, body []by
 		return envelope.Receipt{}, err
 	}
 	if err := rc.Check(); err != nil {
-		return envelope.Receipt{}, sourcecatalog.Errorf(sourcecatalog.ErrStoreUnavailable, "the receiver made an invalid receipt: "+err.Error())
+		// The cause stays inside: the sender learns only the class.
+		return envelope.Receipt{}, sourcecatalog.Wrap(sourcecatalog.ErrStoreUnavailable, fmt.Errorf("the receiver made an invalid receipt: %w", err))
 	}
 	return rc, nil
 }
