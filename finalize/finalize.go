@@ -302,9 +302,9 @@ func activate(ctx context.Context, tx Tx, v VesselState, snap *envelope.Snapshot
 // and returns the items to write: appearing or changed records, and the keys
 // of records that leave the selection.
 func diff(old, cur []IndexEntry, snap *envelope.Snapshot) (put []Item, retire []catalog.Key) {
-	records := make([]*catalog.Record, 0, len(cur))
-	for _, c := range snap.Chunks {
-		records = append(records, c.Records()...)
+	records := recordCursor{chunks: snap.Chunks}
+	if len(old) == 0 {
+		put = make([]Item, 0, len(cur)) // a first activation puts every record
 	}
 	i, k := 0, 0
 	for i < len(old) || k < len(cur) {
@@ -329,17 +329,34 @@ func diff(old, cur []IndexEntry, snap *envelope.Snapshot) (put []Item, retire []
 			retire = append(retire, old[i].Key)
 			i++
 		case d > 0: // appears
-			put = append(put, Item{Key: cur[k].Key, Record: records[k].Canonical(), CurrentlyObserved: true})
+			put = append(put, Item{Key: cur[k].Key, Record: records.at(k).Canonical(), CurrentlyObserved: true})
 			k++
 		default: // stays; written only when changed
 			if old[i].Digest != cur[k].Digest {
-				put = append(put, Item{Key: cur[k].Key, Record: records[k].Canonical(), CurrentlyObserved: true})
+				put = append(put, Item{Key: cur[k].Key, Record: records.at(k).Canonical(), CurrentlyObserved: true})
 			}
 			i++
 			k++
 		}
 	}
 	return put, retire
+}
+
+// A recordCursor finds the records of a snapshot by their position in the
+// snapshot, for positions that never decrease.
+type recordCursor struct {
+	chunks []*envelope.Chunk
+	c      int // the chunk holding record pos
+	first  int // the position of that chunk's first record
+}
+
+// at returns the record at position pos.
+func (rc *recordCursor) at(pos int) *catalog.Record {
+	for pos-rc.first >= len(rc.chunks[rc.c].Records()) {
+		rc.first += len(rc.chunks[rc.c].Records())
+		rc.c++
+	}
+	return rc.chunks[rc.c].Records()[pos-rc.first]
 }
 
 // retainAfterActivation applies the opt-in retention policy.

@@ -42,7 +42,24 @@ type vessel struct {
 	snapshots map[uuid.UUID]finalize.Snapshot
 	chunks    map[chunkKey]finalize.StagedChunk
 	index     []finalize.IndexEntry
-	items     map[catalog.Key]finalize.Item
+	items     map[catalog.Key]item
+}
+
+// item is an inventory item without its key, which is the map's: small
+// enough for a map to hold in place, where a whole finalize.Item would be
+// allocated apart for every entry.
+type item struct {
+	record              []byte
+	firstSeen, lastSeen finalize.Seen
+	current             bool
+}
+
+func newItem(it finalize.Item) item {
+	return item{record: it.Record, firstSeen: it.FirstSeen, lastSeen: it.LastSeen, current: it.CurrentlyObserved}
+}
+
+func (it item) with(k catalog.Key) finalize.Item {
+	return finalize.Item{Key: k, Record: it.record, FirstSeen: it.firstSeen, CurrentlyObserved: it.current, LastSeen: it.lastSeen}
 }
 
 func (s *Store) vessel(id uuid.UUID) *vessel {
@@ -53,7 +70,7 @@ func (s *Store) vessel(id uuid.UUID) *vessel {
 		v = &vessel{
 			snapshots: make(map[uuid.UUID]finalize.Snapshot),
 			chunks:    make(map[chunkKey]finalize.StagedChunk),
-			items:     make(map[catalog.Key]finalize.Item),
+			items:     make(map[catalog.Key]item),
 		}
 		s.vessels[id] = v
 	}
@@ -88,7 +105,7 @@ type tx struct {
 	dropped   map[uuid.UUID]bool
 	chunks    map[chunkKey]finalize.StagedChunk
 	index     *[]finalize.IndexEntry
-	items     map[catalog.Key]finalize.Item
+	items     map[catalog.Key]item
 }
 
 func (t *tx) check(ctx context.Context) error {
@@ -103,9 +120,11 @@ func (t *tx) commit() {
 	if t.state != nil {
 		v.state = *t.state
 	}
-	for k := range v.chunks {
-		if t.dropped[k.snapshot] {
-			delete(v.chunks, k)
+	if len(t.dropped) > 0 {
+		for k := range v.chunks {
+			if t.dropped[k.snapshot] {
+				delete(v.chunks, k)
+			}
 		}
 	}
 	for id, s := range t.snapshots {
@@ -119,7 +138,23 @@ func (t *tx) commit() {
 	if t.index != nil {
 		v.index = *t.index
 	}
-	maps.Copy(v.items, t.items)
+	v.items = merge(v.items, t.items)
+}
+
+// merge returns committed updated with the entries of written, which
+// override committed's. It copies the smaller map into the larger one, so
+// that a transaction writing a whole inventory hands over its buffer.
+func merge[K comparable, V any](committed, written map[K]V) map[K]V {
+	if len(written) <= len(committed) {
+		maps.Copy(committed, written)
+		return committed
+	}
+	for k, v := range committed {
+		if _, ok := written[k]; !ok {
+			written[k] = v
+		}
+	}
+	return written
 }
 
 func (t *tx) Vessel(ctx context.Context) (finalize.VesselState, error) {
@@ -271,7 +306,7 @@ func (t *tx) SetIndex(ctx context.Context, index []finalize.IndexEntry) error {
 	return nil
 }
 
-func (t *tx) item(k catalog.Key) (finalize.Item, bool) {
+func (t *tx) item(k catalog.Key) (item, bool) {
 	if it, ok := t.items[k]; ok {
 		return it, true
 	}
@@ -284,13 +319,14 @@ func (t *tx) PutItems(ctx context.Context, items []finalize.Item) error {
 		return err
 	}
 	if t.items == nil {
-		t.items = make(map[catalog.Key]finalize.Item, len(items))
+		t.items = make(map[catalog.Key]item, len(items))
 	}
 	for _, it := range items {
+		n := newItem(it)
 		if old, ok := t.item(it.Key); ok {
-			it.FirstSeen = old.FirstSeen
+			n.firstSeen = old.firstSeen
 		}
-		t.items[it.Key] = it
+		t.items[it.Key] = n
 	}
 	return nil
 }
@@ -300,11 +336,11 @@ func (t *tx) RetireItems(ctx context.Context, keys []catalog.Key, last finalize.
 		return err
 	}
 	if t.items == nil {
-		t.items = make(map[catalog.Key]finalize.Item, len(keys))
+		t.items = make(map[catalog.Key]item, len(keys))
 	}
 	for _, k := range keys {
 		if it, ok := t.item(k); ok {
-			it.CurrentlyObserved, it.LastSeen = false, last
+			it.current, it.lastSeen = false, last
 			t.items[k] = it
 		}
 	}
@@ -318,11 +354,11 @@ func (t *tx) Items(ctx context.Context) ([]finalize.Item, error) {
 	out := make([]finalize.Item, 0, len(t.v.items)+len(t.items))
 	for k, it := range t.v.items {
 		if _, ok := t.items[k]; !ok {
-			out = append(out, it)
+			out = append(out, it.with(k))
 		}
 	}
-	for _, it := range t.items {
-		out = append(out, it)
+	for k, it := range t.items {
+		out = append(out, it.with(k))
 	}
 	return out, nil
 }
