@@ -8,6 +8,12 @@ import (
 	"github.com/yachtmemory/sourcecatalog/finalize"
 )
 
+// SchemaVersion is the schema version this build writes; SchemaV1 is the
+// script of version 1.
+const SchemaVersion = schemaVersion
+
+var SchemaV1 = schemaV1
+
 // WithVFS opens the database through the registered SQLite VFS name
 // instead of the operating system's files, with no lifetime lock.
 func WithVFS(name string) Option { return func(c *config) { c.vfs = name } }

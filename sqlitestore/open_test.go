@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"database/sql"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -60,7 +61,7 @@ func TestOpenRefuses(t *testing.T) {
 			s, err := sqlitestore.Open(context.Background(), path)
 			require.NoError(t, err)
 			require.NoError(t, s.Close())
-			sqliteFile(t, path, "PRAGMA user_version = 2")
+			sqliteFile(t, path, fmt.Sprintf("PRAGMA user_version = %d", sqlitestore.SchemaVersion+1))
 		}},
 		{"symlinked lock file", func(t *testing.T, path string) {
 			require.NoError(t, os.Symlink(filepath.Join(filepath.Dir(path), "elsewhere"), path+".lock"))

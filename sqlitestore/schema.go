@@ -15,13 +15,17 @@ import (
 const applicationID = 0x59534331
 
 // schemaVersion is the version of the schema this build writes, kept in
-// user_version; migrations[v-1] brings version v-1 to v.
-const schemaVersion = 1
+// user_version; migrations[v-1] brings version v-1 to v. A new file runs
+// every migration in turn.
+const schemaVersion = 2
 
 //go:embed schema_v1.sql
 var schemaV1 string
 
-var migrations = [schemaVersion]string{schemaV1}
+//go:embed schema_v2.sql
+var schemaV2 string
+
+var migrations = [schemaVersion]string{schemaV1, schemaV2}
 
 // fileState is what a database file says about itself.
 type fileState struct {

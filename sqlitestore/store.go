@@ -28,6 +28,8 @@ type Store struct {
 	lock     *os.File  // the lifetime lock; nil for a test VFS
 	poisoned error     // the failure that poisoned the handle
 	closed   bool
+
+	bases baseCache // decoded record index bases, by stamp
 }
 
 var _ finalize.Store = (*Store)(nil)
@@ -164,8 +166,9 @@ func (s *Store) rollback() {
 // ErrPoisoned, ErrClosed, or an error wrapping ErrPoisoned when the commit
 // fails.
 func (s *Store) WithVessel(ctx context.Context, vesselID uuid.UUID, fn func(finalize.Tx) error) error {
-	return s.transact(ctx, func(q *sql.Conn) error {
-		t := &tx{base: base{s: s, q: q}, vessel: vesselID[:]}
+	var t *tx
+	err := s.transact(ctx, func(q *sql.Conn) error {
+		t = &tx{base: base{s: s, q: q}, vessel: vesselID[:]}
 		defer func() { t.done = true }()
 		if err := t.readVessel(ctx); err != nil {
 			return err
@@ -175,4 +178,8 @@ func (s *Store) WithVessel(ctx context.Context, vesselID uuid.UUID, fn func(fina
 		}
 		return t.err // a failed statement whose error fn dropped
 	})
+	if err == nil && t.newBase != nil {
+		s.bases.put(t.vessel, t.index.stamp, t.newBase)
+	}
+	return err
 }

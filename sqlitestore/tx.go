@@ -9,7 +9,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/yachtmemory/sourcecatalog"
 	"github.com/yachtmemory/sourcecatalog/finalize"
-	"github.com/yachtmemory/sourcecatalog/internal/indexblob"
 )
 
 // base is what the transactions of both sides share: the Store, the
@@ -85,6 +84,11 @@ type tx struct {
 	base
 	vessel []byte
 	state  finalize.VesselState
+	index  storedIndex
+
+	// newBase is a decoded base value this transaction read or wrote, for
+	// the Store's cache once the transaction has committed.
+	newBase []finalize.IndexEntry
 }
 
 // unixTime splits t into the two columns that store a time; fromUnix
@@ -249,21 +253,5 @@ func (t *tx) Chunks(ctx context.Context, snapshot uuid.UUID) ([]finalize.StagedC
 func (t *tx) PutChunk(ctx context.Context, c finalize.StagedChunk) error {
 	_, err := t.exec(ctx, "write chunk", `INSERT INTO chunks (vessel_id, snapshot_id, chunk_index, payload_sha256, chunk_canonical)
 		VALUES (?, ?, ?, ?, ?)`, t.vessel, c.Snapshot[:], c.Index, c.Payload[:], c.Canonical)
-	return err
-}
-
-func (t *tx) Index(ctx context.Context) ([]finalize.IndexEntry, error) {
-	var blob []byte
-	found, err := t.queryRow(ctx, "read index", `SELECT entries FROM record_index WHERE vessel_id = ?`, []any{t.vessel}, &blob)
-	if err != nil || !found {
-		return nil, err
-	}
-	index, err := indexblob.Decode(blob)
-	return index, t.fail(ctx, "read index", err)
-}
-
-func (t *tx) SetIndex(ctx context.Context, index []finalize.IndexEntry) error {
-	_, err := t.exec(ctx, "write index", `INSERT INTO record_index (vessel_id, entries) VALUES (?, ?)
-		ON CONFLICT (vessel_id) DO UPDATE SET entries = excluded.entries`, t.vessel, indexblob.Encode(index))
 	return err
 }
