@@ -3,9 +3,7 @@ package finalizetest_test
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"slices"
-	"sync"
 	"testing"
 
 	"github.com/google/uuid"
@@ -47,7 +45,7 @@ func TestBrokenStore(t *testing.T) {
 			return s, func() (finalize.Store, error) { return s, nil }
 		})
 	default:
-		finalizetest.Run(t, func(*testing.T) finalize.Store { return &broken{bug: name, inner: memstore.New()} })
+		finalizetest.Run(t, func(*testing.T) finalize.Store { return &broken{Bug: &suite.Bug{Name: name}, inner: memstore.New()} })
 	}
 }
 
@@ -57,27 +55,15 @@ func TestKitFailsBrokenStores(t *testing.T) {
 
 // broken is a memstore with one bug.
 type broken struct {
-	bug   string
+	*suite.Bug
 	inner *memstore.Store
-
-	mu    sync.Mutex
-	arena map[uuid.UUID][]byte // reuse-buffer: the memory a vessel's reads return, reused by each transaction
 }
 
 func (b *broken) WithVessel(ctx context.Context, vessel uuid.UUID, fn func(finalize.Tx) error) error {
-	err := b.inner.WithVessel(ctx, vessel, func(tx finalize.Tx) error {
-		b.mu.Lock()
-		if b.arena == nil {
-			b.arena = make(map[uuid.UUID][]byte)
-		}
-		b.arena[vessel] = b.arena[vessel][:0]
-		b.mu.Unlock()
+	return b.Err(b.inner.WithVessel(ctx, vessel, func(tx finalize.Tx) error {
+		b.Begin(vessel)
 		return fn(&brokenTx{b: b, vessel: vessel, Tx: tx})
-	})
-	if b.bug == "wrap-error" && err != nil {
-		return fmt.Errorf("brokenstore: %w", err)
-	}
-	return err
+	}))
 }
 
 // brokenTx passes every call to the memstore Tx, except those its bug
@@ -88,92 +74,66 @@ type brokenTx struct {
 	finalize.Tx
 }
 
-// ctx returns the context to pass on: ignore-ctx drops it.
-func (t *brokenTx) ctx(ctx context.Context) context.Context {
-	if t.b.bug == "ignore-ctx" {
-		return context.Background()
-	}
-	return ctx
-}
-
-// bytes returns b as reuse-buffer would: in the vessel's arena, which the
-// next transaction overwrites.
-func (t *brokenTx) bytes(b []byte) []byte {
-	if t.b.bug != "reuse-buffer" || b == nil {
-		return b
-	}
-	t.b.mu.Lock()
-	defer t.b.mu.Unlock()
-	arena := t.b.arena[t.vessel]
-	if len(arena)+len(b) > cap(arena) {
-		arena = slices.Grow(arena, max(len(b), 1<<16)) // a new buffer; what was handed out stays
-	}
-	start := len(arena)
-	arena = append(arena, b...)
-	t.b.arena[t.vessel] = arena
-	return arena[start:len(arena):len(arena)]
-}
-
 func (t *brokenTx) Vessel(ctx context.Context) (finalize.VesselState, error) {
-	return t.Tx.Vessel(t.ctx(ctx))
+	return t.Tx.Vessel(t.b.Ctx(ctx))
 }
 
 func (t *brokenTx) SetVessel(ctx context.Context, v finalize.VesselState) error {
-	return t.Tx.SetVessel(t.ctx(ctx), v)
+	return t.Tx.SetVessel(t.b.Ctx(ctx), v)
 }
 
 func (t *brokenTx) Snapshot(ctx context.Context, id uuid.UUID) (finalize.Snapshot, error) {
-	s, err := t.Tx.Snapshot(t.ctx(ctx), id)
-	s.Manifest = t.bytes(s.Manifest)
+	s, err := t.Tx.Snapshot(t.b.Ctx(ctx), id)
+	s.Manifest = t.b.Bytes(t.vessel, s.Manifest)
 	return s, err
 }
 
 func (t *brokenTx) Snapshots(ctx context.Context) ([]finalize.Snapshot, error) {
-	all, err := t.Tx.Snapshots(t.ctx(ctx))
+	all, err := t.Tx.Snapshots(t.b.Ctx(ctx))
 	for i := range all {
-		all[i].Manifest = t.bytes(all[i].Manifest)
+		all[i].Manifest = t.b.Bytes(t.vessel, all[i].Manifest)
 	}
 	return all, err
 }
 
 func (t *brokenTx) PutSnapshot(ctx context.Context, s finalize.Snapshot) error {
 	s.Manifest = bytes.Clone(s.Manifest) // stored, as in a file, not kept
-	return t.Tx.PutSnapshot(t.ctx(ctx), s)
+	return t.Tx.PutSnapshot(t.b.Ctx(ctx), s)
 }
 
 func (t *brokenTx) DeleteSnapshot(ctx context.Context, id uuid.UUID) error {
-	return t.Tx.DeleteSnapshot(t.ctx(ctx), id)
+	return t.Tx.DeleteSnapshot(t.b.Ctx(ctx), id)
 }
 
 func (t *brokenTx) Chunk(ctx context.Context, snapshot uuid.UUID, index int) (finalize.StagedChunk, error) {
-	c, err := t.Tx.Chunk(t.ctx(ctx), snapshot, index)
-	c.Canonical = t.bytes(c.Canonical)
+	c, err := t.Tx.Chunk(t.b.Ctx(ctx), snapshot, index)
+	c.Canonical = t.b.Bytes(t.vessel, c.Canonical)
 	return c, err
 }
 
 func (t *brokenTx) Chunks(ctx context.Context, snapshot uuid.UUID) ([]finalize.StagedChunk, error) {
-	all, err := t.Tx.Chunks(t.ctx(ctx), snapshot)
+	all, err := t.Tx.Chunks(t.b.Ctx(ctx), snapshot)
 	for i := range all {
-		all[i].Canonical = t.bytes(all[i].Canonical)
+		all[i].Canonical = t.b.Bytes(t.vessel, all[i].Canonical)
 	}
 	return all, err
 }
 
 func (t *brokenTx) PutChunk(ctx context.Context, c finalize.StagedChunk) error {
 	c.Canonical = bytes.Clone(c.Canonical)
-	return t.Tx.PutChunk(t.ctx(ctx), c)
+	return t.Tx.PutChunk(t.b.Ctx(ctx), c)
 }
 
 func (t *brokenTx) Index(ctx context.Context) ([]finalize.IndexEntry, error) {
-	idx, err := t.Tx.Index(t.ctx(ctx))
-	if t.b.bug == "empty-index" && idx == nil && err == nil {
+	idx, err := t.Tx.Index(t.b.Ctx(ctx))
+	if t.b.Name == "empty-index" && idx == nil && err == nil {
 		return []finalize.IndexEntry{}, nil
 	}
 	return idx, err
 }
 
 func (t *brokenTx) SetIndex(ctx context.Context, index []finalize.IndexEntry) error {
-	return t.Tx.SetIndex(t.ctx(ctx), index)
+	return t.Tx.SetIndex(t.b.Ctx(ctx), index)
 }
 
 func (t *brokenTx) PutItems(ctx context.Context, items []finalize.Item) error {
@@ -181,17 +141,17 @@ func (t *brokenTx) PutItems(ctx context.Context, items []finalize.Item) error {
 	for i := range items {
 		items[i].Record = bytes.Clone(items[i].Record)
 	}
-	return t.Tx.PutItems(t.ctx(ctx), items)
+	return t.Tx.PutItems(t.b.Ctx(ctx), items)
 }
 
 func (t *brokenTx) RetireItems(ctx context.Context, keys []catalog.Key, last finalize.Seen) error {
-	return t.Tx.RetireItems(t.ctx(ctx), keys, last)
+	return t.Tx.RetireItems(t.b.Ctx(ctx), keys, last)
 }
 
 func (t *brokenTx) Items(ctx context.Context) ([]finalize.Item, error) {
-	all, err := t.Tx.Items(t.ctx(ctx))
+	all, err := t.Tx.Items(t.b.Ctx(ctx))
 	for i := range all {
-		all[i].Record = t.bytes(all[i].Record)
+		all[i].Record = t.b.Bytes(t.vessel, all[i].Record)
 	}
 	return all, err
 }

@@ -3,9 +3,7 @@ package outboxtest_test
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"slices"
-	"sync"
 	"testing"
 
 	"github.com/google/uuid"
@@ -45,7 +43,7 @@ func TestBrokenStore(t *testing.T) {
 			return s, func() (outbox.Store, error) { return s, nil }
 		})
 	default:
-		outboxtest.Run(t, func(*testing.T) outbox.Store { return &broken{bug: name, inner: memstore.New()} })
+		outboxtest.Run(t, func(*testing.T) outbox.Store { return &broken{Bug: &suite.Bug{Name: name}, inner: memstore.New()} })
 	}
 }
 
@@ -55,27 +53,15 @@ func TestKitFailsBrokenStores(t *testing.T) {
 
 // broken is a memstore.Store with one bug.
 type broken struct {
-	bug   string
+	*suite.Bug
 	inner *memstore.Store
-
-	mu    sync.Mutex
-	arena map[uuid.UUID][]byte // reuse-buffer: the memory a vessel's reads return, reused by each transaction
 }
 
 func (b *broken) WithVessel(ctx context.Context, vessel uuid.UUID, fn func(outbox.Tx) error) error {
-	err := b.inner.WithVessel(ctx, vessel, func(tx outbox.Tx) error {
-		b.mu.Lock()
-		if b.arena == nil {
-			b.arena = make(map[uuid.UUID][]byte)
-		}
-		b.arena[vessel] = b.arena[vessel][:0]
-		b.mu.Unlock()
+	return b.Err(b.inner.WithVessel(ctx, vessel, func(tx outbox.Tx) error {
+		b.Begin(vessel)
 		return fn(&brokenTx{b: b, vessel: vessel, Tx: tx})
-	})
-	if b.bug == "wrap-error" && err != nil {
-		return fmt.Errorf("brokenstore: %w", err)
-	}
-	return err
+	}))
 }
 
 // brokenTx passes every call to the memstore Tx, except those its bug
@@ -86,41 +72,21 @@ type brokenTx struct {
 	outbox.Tx
 }
 
-// ctx returns the context to pass on: ignore-ctx drops it.
-func (t *brokenTx) ctx(ctx context.Context) context.Context {
-	if t.b.bug == "ignore-ctx" {
-		return context.Background()
-	}
-	return ctx
-}
-
 // payloads returns entries whose payloads are as reuse-buffer would hand
 // them out: in the vessel's arena, which the next transaction overwrites.
 func (t *brokenTx) payloads(entries []outbox.Entry) []outbox.Entry {
-	if t.b.bug != "reuse-buffer" {
-		return entries
-	}
-	t.b.mu.Lock()
-	defer t.b.mu.Unlock()
-	for i, e := range entries {
-		arena := t.b.arena[t.vessel]
-		if len(arena)+len(e.Payload) > cap(arena) {
-			arena = slices.Grow(arena, max(len(e.Payload), 1<<16)) // a new buffer; what was handed out stays
-		}
-		start := len(arena)
-		arena = append(arena, e.Payload...)
-		t.b.arena[t.vessel] = arena
-		entries[i].Payload = arena[start:len(arena):len(arena)]
+	for i := range entries {
+		entries[i].Payload = t.b.Bytes(t.vessel, entries[i].Payload)
 	}
 	return entries
 }
 
 func (t *brokenTx) NextRevision(ctx context.Context) (int64, error) {
-	return t.Tx.NextRevision(t.ctx(ctx))
+	return t.Tx.NextRevision(t.b.Ctx(ctx))
 }
 
 func (t *brokenTx) Entries(ctx context.Context, snapshot uuid.UUID) ([]outbox.Entry, error) {
-	entries, err := t.Tx.Entries(t.ctx(ctx), snapshot)
+	entries, err := t.Tx.Entries(t.b.Ctx(ctx), snapshot)
 	return t.payloads(entries), err
 }
 
@@ -129,14 +95,14 @@ func (t *brokenTx) PutEntries(ctx context.Context, entries []outbox.Entry) error
 	for i := range entries {
 		entries[i].Payload = bytes.Clone(entries[i].Payload) // stored, as in a file, not kept
 	}
-	return t.Tx.PutEntries(t.ctx(ctx), entries)
+	return t.Tx.PutEntries(t.b.Ctx(ctx), entries)
 }
 
 func (t *brokenTx) Pending(ctx context.Context, limit int) ([]outbox.Entry, error) {
-	entries, err := t.Tx.Pending(t.ctx(ctx), limit)
+	entries, err := t.Tx.Pending(t.b.Ctx(ctx), limit)
 	return t.payloads(entries), err
 }
 
 func (t *brokenTx) SetState(ctx context.Context, snapshot uuid.UUID, chunkIndex int, state outbox.State) error {
-	return t.Tx.SetState(t.ctx(ctx), snapshot, chunkIndex, state)
+	return t.Tx.SetState(t.b.Ctx(ctx), snapshot, chunkIndex, state)
 }
