@@ -94,38 +94,6 @@ func BodyDigest(records []*catalog.Record) canonical.Digest {
 	return d
 }
 
-// newChunk assembles a chunk of records: its canonical bytes and its
-// payload hash, computed over the records as they sit in those bytes.
-func newChunk(h *chunkHeader, index int, records []*catalog.Record) *Chunk {
-	c := &Chunk{
-		vesselID: h.vesselID, snapshotID: h.snapshotID, revision: h.revision,
-		index: index, records: records,
-	}
-	b := make([]byte, 0, bodyLen(records)+len(h.tail)+160)
-	b = append(b, `{"chunk_index":`...)
-	b = strconv.AppendInt(b, int64(index), 10)
-	b = append(b, `,"payload_sha256":"`...)
-	hashAt := len(b)
-	b = append(b, zeroHex[:]...)
-	b = append(b, `","protocol":"`+sourcecatalog.Protocol+`","records":[`...)
-	c.recStart = len(b)
-	for i, r := range records {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, r.Canonical()...)
-	}
-	c.recEnd = len(b)
-	b = append(b, ']')
-	c.canon = append(b, h.tail...)
-
-	d := sha256.New()
-	c.writeBody(d)
-	d.Sum(c.payload[:0])
-	c.payload.AppendHex(c.canon[hashAt:hashAt])
-	return c
-}
-
 var zeroHex [2 * sha256.Size]byte
 
 // writeBody writes the chunk's canonical body to h: the records as they sit

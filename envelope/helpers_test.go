@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -311,4 +312,38 @@ func checkBounded(t testing.TB, err error) {
 	for _, p := range sourcecatalog.Problems(err) {
 		require.Less(t, len(p.Error()), 600, "error text too long: %.200q", p.Error())
 	}
+}
+
+// newChunk assembles a chunk of records: its canonical bytes and its
+// payload hash, computed over the records as they sit in those bytes. It
+// is the tests' own assembly, independent of Build's assembleChunk, which
+// a test holds equal to it.
+func newChunk(h *chunkHeader, index int, records []*catalog.Record) *Chunk {
+	c := &Chunk{
+		vesselID: h.vesselID, snapshotID: h.snapshotID, revision: h.revision,
+		index: index, records: records,
+	}
+	b := make([]byte, 0, bodyLen(records)+len(h.tail)+160)
+	b = append(b, `{"chunk_index":`...)
+	b = strconv.AppendInt(b, int64(index), 10)
+	b = append(b, `,"payload_sha256":"`...)
+	hashAt := len(b)
+	b = append(b, zeroHex[:]...)
+	b = append(b, `","protocol":"`+sourcecatalog.Protocol+`","records":[`...)
+	c.recStart = len(b)
+	for i, r := range records {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, r.Canonical()...)
+	}
+	c.recEnd = len(b)
+	b = append(b, ']')
+	c.canon = append(b, h.tail...)
+
+	d := sha256.New()
+	c.writeBody(d)
+	d.Sum(c.payload[:0])
+	c.payload.AppendHex(c.canon[hashAt:hashAt])
+	return c
 }
