@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/yachtmemory/sourcecatalog"
@@ -82,9 +83,20 @@ type Outcome struct {
 // The Outcome carries the vessel's [Usage] after the call, so that a caller
 // can warn before a bound fills.
 func (r *Receiver) Finalize(ctx context.Context, vesselID, snapshotID uuid.UUID) (Outcome, error) {
+	start := time.Now()
+	out, err := r.finalizeVessel(ctx, vesselID, snapshotID)
+	e := Event{Kind: EventFinalize, Op: "Finalize", Vessel: vesselID, Snapshot: snapshotID, Outcome: out, Err: err, Duration: time.Since(start)}
+	if out.Status != "" {
+		e.Usage = &out.Usage
+	}
+	r.report(e)
+	return out, err
+}
+
+func (r *Receiver) finalizeVessel(ctx context.Context, vesselID, snapshotID uuid.UUID) (Outcome, error) {
 	var out Outcome
 	var result error
-	err := r.withVessel(ctx, vesselID, func(tx Tx) error {
+	err := r.withVessel(ctx, "Finalize", vesselID, func(tx Tx) error {
 		out = Outcome{VesselID: vesselID, SnapshotID: snapshotID}
 		var err error
 		if result, err = r.finalize(ctx, tx, &out); err != nil {

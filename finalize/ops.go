@@ -17,7 +17,7 @@ import (
 // It stops at the first error, which it returns with the outcomes so far.
 func (r *Receiver) Reconcile(ctx context.Context, vesselID uuid.UUID) ([]Outcome, error) {
 	var complete []Snapshot
-	err := r.withVessel(ctx, vesselID, func(tx Tx) error {
+	err := r.withVessel(ctx, "Reconcile", vesselID, func(tx Tx) error {
 		all, err := tx.Snapshots(ctx)
 		if err != nil {
 			return err
@@ -50,7 +50,7 @@ func (r *Receiver) Reconcile(ctx context.Context, vesselID uuid.UUID) ([]Outcome
 // an unknown snapshot, uuid.Nil included, is not an error. The inventory is
 // never touched.
 func (r *Receiver) Discard(ctx context.Context, vesselID, snapshotID uuid.UUID) error {
-	return r.withVessel(ctx, vesselID, func(tx Tx) error {
+	return r.withVessel(ctx, "Discard", vesselID, func(tx Tx) error {
 		v, err := tx.Vessel(ctx)
 		if err != nil {
 			return err
@@ -69,7 +69,7 @@ func (r *Receiver) Prune(ctx context.Context, vesselID uuid.UUID, keep int) erro
 	if keep < 0 {
 		return sourcecatalog.Errorf(sourcecatalog.ErrInvalidValue, "Prune: keep must not be negative")
 	}
-	return r.withVessel(ctx, vesselID, func(tx Tx) error {
+	return r.withVessel(ctx, "Prune", vesselID, func(tx Tx) error {
 		v, err := tx.Vessel(ctx)
 		if err != nil {
 			return err
@@ -115,7 +115,7 @@ type Catalog struct {
 // observed item is the active snapshot.
 func (r *Receiver) Active(ctx context.Context, vesselID uuid.UUID) (Catalog, error) {
 	var c Catalog
-	err := r.withVessel(ctx, vesselID, func(tx Tx) error {
+	err := r.withVessel(ctx, "Active", vesselID, func(tx Tx) error {
 		v, err := tx.Vessel(ctx)
 		if err != nil {
 			return err

@@ -3,6 +3,7 @@ package finalize
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/yachtmemory/sourcecatalog"
@@ -30,26 +31,51 @@ import (
 // is refused with sourcecatalog.ErrConflict. Only what needs the complete set, such as
 // the document hash and the record count, waits for Finalize.
 func (r *Receiver) ReceiveManifest(ctx context.Context, origin Origin, raw []byte) (envelope.Receipt, error) {
-	m, err := envelope.DecodeManifest(raw)
+	return r.receive(ctx, "ReceiveManifest", origin, raw, r.receiveManifest)
+}
+
+// receive runs one of the receive methods and reports it.
+func (r *Receiver) receive(ctx context.Context, op string, origin Origin, raw []byte,
+	method func(context.Context, Origin, []byte) (envelope.Receipt, *Usage, error)) (envelope.Receipt, error) {
+	start := time.Now()
+	rc, u, err := method(ctx, origin, raw)
+	if r.observe != nil {
+		e := Event{Kind: EventReceive, Op: op, Vessel: origin.VesselID, Snapshot: rc.SnapshotID, Err: err, Duration: time.Since(start)}
+		if err == nil {
+			e.Receipt, e.Usage = rc, u
+		}
+		r.report(e)
+	}
 	if err != nil {
 		return envelope.Receipt{}, err
 	}
-	if err := r.admit(ctx, origin, m.VesselID); err != nil {
-		return envelope.Receipt{}, err
+	return rc, nil
+}
+
+// receiveManifest is ReceiveManifest. With an error, rc holds what was
+// decoded of the manifest; u is the usage when it staged the manifest.
+func (r *Receiver) receiveManifest(ctx context.Context, origin Origin, raw []byte) (rc envelope.Receipt, u *Usage, err error) {
+	m, err := envelope.DecodeManifest(raw)
+	if err != nil {
+		return rc, nil, err
 	}
 	canon := m.Canonical()
-	rc := envelope.Receipt{
+	rc = envelope.Receipt{
 		Status: envelope.Staged, EntityType: sourcecatalog.ManifestEntityType,
 		VesselID: m.VesselID, SnapshotID: m.SnapshotID, Revision: m.Revision,
 		ChunkIndex: sourcecatalog.NoIndex, Digest: canonical.Sum(canon),
 	}
-	err = r.withVessel(ctx, m.VesselID, func(tx Tx) error {
-		rc.Status, rc.Complete = envelope.Staged, false
+	if err := r.admit(ctx, origin, m.VesselID); err != nil {
+		return rc, nil, err
+	}
+	err = r.withVessel(ctx, "ReceiveManifest", m.VesselID, func(tx Tx) error {
+		rc.Status, rc.Complete, u = envelope.Staged, false, nil
+		var staged Usage
 		s, err := tx.Snapshot(ctx, m.SnapshotID)
 		switch {
 		case errors.Is(err, sourcecatalog.ErrNotFound):
 			s = Snapshot{ID: m.SnapshotID, Revision: m.Revision, State: StateStaging}
-			if err := r.admitNewSnapshot(ctx, tx, int64(len(canon))); err != nil {
+			if staged, err = r.admitNewSnapshot(ctx, tx, int64(len(canon))); err != nil {
 				return err
 			}
 		case err != nil:
@@ -68,20 +94,17 @@ func (r *Receiver) ReceiveManifest(ctx context.Context, origin Origin, raw []byt
 			if err := chunksWithin(ctx, tx, s.ID, m.ChunkCount); err != nil {
 				return err
 			}
-			if err := r.admitBytes(ctx, tx, int64(len(canon))); err != nil {
+			if staged, err = r.admitBytes(ctx, tx, int64(len(canon))); err != nil {
 				return err
 			}
 		}
 		s.Manifest, s.ManifestDigest = canon, rc.Digest
 		s.ChunkCount, s.RecordCount = m.ChunkCount, m.RecordCount
 		s.StagedBytes += int64(len(canon))
-		rc.Complete = complete(s)
+		rc.Complete, u = complete(s), &staged
 		return tx.PutSnapshot(ctx, s)
 	})
-	if err != nil {
-		return envelope.Receipt{}, err
-	}
-	return rc, nil
+	return rc, u, err
 }
 
 // ReceiveChunk strictly decodes a chunk, checking its payload hash, and
@@ -92,26 +115,33 @@ func (r *Receiver) ReceiveManifest(ctx context.Context, origin Origin, raw []byt
 // snapshot's messages disagree on the revision, or the chunk index is at
 // or beyond the staged manifest's chunk_count.
 func (r *Receiver) ReceiveChunk(ctx context.Context, origin Origin, raw []byte) (envelope.Receipt, error) {
+	return r.receive(ctx, "ReceiveChunk", origin, raw, r.receiveChunk)
+}
+
+// receiveChunk is ReceiveChunk. With an error, rc holds what was decoded
+// of the chunk; u is the usage when it staged the chunk.
+func (r *Receiver) receiveChunk(ctx context.Context, origin Origin, raw []byte) (rc envelope.Receipt, u *Usage, err error) {
 	c, err := envelope.DecodeChunk(raw)
 	if err != nil {
-		return envelope.Receipt{}, err
+		return rc, nil, err
 	}
-	if err := r.admit(ctx, origin, c.VesselID()); err != nil {
-		return envelope.Receipt{}, err
-	}
-	rc := envelope.Receipt{
+	rc = envelope.Receipt{
 		Status: envelope.Staged, EntityType: sourcecatalog.ChunkEntityType,
 		VesselID: c.VesselID(), SnapshotID: c.SnapshotID(), Revision: c.Revision(),
 		ChunkIndex: c.Index(), Digest: c.PayloadSHA256(),
 	}
+	if err := r.admit(ctx, origin, c.VesselID()); err != nil {
+		return rc, nil, err
+	}
 	size := int64(len(c.Canonical()))
-	err = r.withVessel(ctx, c.VesselID(), func(tx Tx) error {
-		rc.Status, rc.Complete = envelope.Staged, false
+	err = r.withVessel(ctx, "ReceiveChunk", c.VesselID(), func(tx Tx) error {
+		rc.Status, rc.Complete, u = envelope.Staged, false, nil
+		var staged Usage
 		s, err := tx.Snapshot(ctx, c.SnapshotID())
 		switch {
 		case errors.Is(err, sourcecatalog.ErrNotFound):
 			s = Snapshot{ID: c.SnapshotID(), Revision: c.Revision(), State: StateStaging}
-			if err := r.admitNewSnapshot(ctx, tx, size); err != nil {
+			if staged, err = r.admitNewSnapshot(ctx, tx, size); err != nil {
 				return err
 			}
 		case err != nil:
@@ -134,22 +164,19 @@ func (r *Receiver) ReceiveChunk(ctx context.Context, origin Origin, raw []byte) 
 			case s.Manifest != nil && c.Index() >= s.ChunkCount:
 				return conflict("chunk_index beyond the manifest's chunk_count")
 			}
-			if err := r.admitBytes(ctx, tx, size); err != nil {
+			if staged, err = r.admitBytes(ctx, tx, size); err != nil {
 				return err
 			}
 		}
 		s.ChunksStaged++
 		s.StagedBytes += size
-		rc.Complete = complete(s)
+		rc.Complete, u = complete(s), &staged
 		if err := tx.PutChunk(ctx, StagedChunk{Snapshot: s.ID, Index: c.Index(), Canonical: c.Canonical(), Payload: c.PayloadSHA256()}); err != nil {
 			return err
 		}
 		return tx.PutSnapshot(ctx, s)
 	})
-	if err != nil {
-		return envelope.Receipt{}, err
-	}
-	return rc, nil
+	return rc, u, err
 }
 
 // chunksWithin refuses a manifest's chunk_count when a chunk staged before

@@ -25,14 +25,22 @@ func unavailable(err error, detail string) error {
 	return e
 }
 
-// withVessel runs fn in a store transaction on the vessel. uuid.Nil, which
-// no message can name, is refused with ErrInvalidValue; errors of the
-// store are classed by unavailable.
-func (r *Receiver) withVessel(ctx context.Context, vesselID uuid.UUID, fn func(tx Tx) error) error {
+// withVessel runs fn in a store transaction on the vessel for the method
+// op, reporting an EventRetry each time the store runs fn again. uuid.Nil,
+// which no message can name, is refused with ErrInvalidValue; errors of
+// the store are classed by unavailable.
+func (r *Receiver) withVessel(ctx context.Context, op string, vesselID uuid.UUID, fn func(tx Tx) error) error {
 	if vesselID == uuid.Nil {
 		return sourcecatalog.Errorf(sourcecatalog.ErrInvalidValue, "the vessel id must not be nil").AtField("vessel_id")
 	}
-	return unavailable(r.store.WithVessel(ctx, vesselID, fn), "the store failed")
+	runs := 0
+	err := r.store.WithVessel(ctx, vesselID, func(tx Tx) error {
+		if runs++; runs > 1 {
+			r.report(Event{Kind: EventRetry, Op: op, Vessel: vesselID})
+		}
+		return fn(tx)
+	})
+	return unavailable(err, "the store failed")
 }
 
 // Origin is what the integrator's authentication established about the
@@ -105,6 +113,7 @@ type Receiver struct {
 	registry VesselRegistry
 	limits   Limits
 	retain   int // < 0: no automatic pruning
+	observe  Observer
 }
 
 // NewReceiver returns a Receiver over store. It panics if store is nil.

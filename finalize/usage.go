@@ -59,7 +59,7 @@ func (u Usage) Highest() float64 {
 // ErrInvalidValue for uuid.Nil; Store errors.
 func (r *Receiver) Usage(ctx context.Context, vesselID uuid.UUID) (Usage, error) {
 	var u Usage
-	err := r.withVessel(ctx, vesselID, func(tx Tx) error {
+	err := r.withVessel(ctx, "Usage", vesselID, func(tx Tx) error {
 		var err error
 		u, _, err = r.usage(ctx, tx)
 		return err
@@ -94,29 +94,34 @@ func (r *Receiver) usage(ctx context.Context, tx Tx) (Usage, []Snapshot, error) 
 	return u, all, nil
 }
 
-// admitNewSnapshot checks that one more staging snapshot of size bytes fits.
-func (r *Receiver) admitNewSnapshot(ctx context.Context, tx Tx, size int64) error {
+// admitNewSnapshot checks that one more staging snapshot of size bytes
+// fits, and returns the usage once it is staged.
+func (r *Receiver) admitNewSnapshot(ctx context.Context, tx Tx, size int64) (Usage, error) {
 	u, _, err := r.usage(ctx, tx)
 	if err != nil {
-		return err
+		return Usage{}, err
 	}
 	if !u.IncompleteSnapshots.fits(1) {
-		return sourcecatalog.Errorf(sourcecatalog.ErrStagingExhausted, "too many incomplete snapshots staged for the vessel")
+		return Usage{}, sourcecatalog.Errorf(sourcecatalog.ErrStagingExhausted, "too many incomplete snapshots staged for the vessel")
 	}
 	if !u.IncompleteBytes.fits(size) {
-		return sourcecatalog.Errorf(sourcecatalog.ErrStagingExhausted, "incomplete staging bytes exhausted for the vessel")
+		return Usage{}, sourcecatalog.Errorf(sourcecatalog.ErrStagingExhausted, "incomplete staging bytes exhausted for the vessel")
 	}
-	return nil
+	u.IncompleteSnapshots.Used++
+	u.IncompleteBytes.Used += size
+	return u, nil
 }
 
-// admitBytes checks that size more bytes of incomplete staging fit.
-func (r *Receiver) admitBytes(ctx context.Context, tx Tx, size int64) error {
+// admitBytes checks that size more bytes of incomplete staging fit, and
+// returns the usage once they are staged.
+func (r *Receiver) admitBytes(ctx context.Context, tx Tx, size int64) (Usage, error) {
 	u, _, err := r.usage(ctx, tx)
 	if err != nil {
-		return err
+		return Usage{}, err
 	}
 	if !u.IncompleteBytes.fits(size) {
-		return sourcecatalog.Errorf(sourcecatalog.ErrStagingExhausted, "incomplete staging bytes exhausted for the vessel")
+		return Usage{}, sourcecatalog.Errorf(sourcecatalog.ErrStagingExhausted, "incomplete staging bytes exhausted for the vessel")
 	}
-	return nil
+	u.IncompleteBytes.Used += size
+	return u, nil
 }

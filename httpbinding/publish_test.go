@@ -116,14 +116,7 @@ func TestReconcilerRun(t *testing.T) {
 
 	// Stage B's snapshot in full, as if the server died before finalizing.
 	b := commitCycle(t, vesselB, uuid.Nil, "nav", 1)
-	for _, e := range b.entries {
-		receive := recv.ReceiveChunk
-		if e.EntityType == sourcecatalog.ManifestEntityType {
-			receive = recv.ReceiveManifest
-		}
-		_, err := receive(ctx, finalize.Origin{VesselID: vesselB}, e.Payload)
-		require.NoError(t, err)
-	}
+	stageAll(t, recv, vesselB, b.entries)
 	deadline := time.After(10 * time.Second)
 	for activated := false; !activated; {
 		select {
@@ -142,4 +135,28 @@ func TestReconcilerRun(t *testing.T) {
 	require.ErrorIs(t, err, sourcecatalog.ErrStoreUnavailable)
 	require.ErrorIs(t, err, errInjected)
 	require.ErrorIs(t, (&httpbinding.Reconciler{}).Run(ctx), sourcecatalog.ErrInvalidValue)
+
+	// Without a lister the Receiver lists the vessels with staging work.
+	a := commitCycle(t, vesselA, uuid.Nil, "nav", 1)
+	stageAll(t, recv, vesselA, a.entries)
+	require.NoError(t, (&httpbinding.Reconciler{Receiver: recv}).Once(context.Background()))
+	active, err := recv.Active(context.Background(), vesselA)
+	require.NoError(t, err)
+	require.Equal(t, a.snapID, active.SnapshotID, "the default lister found vessel A's staged snapshot")
+	staticOnly := finalize.NewReceiver(struct{ finalize.Store }{memstore.New()})
+	require.ErrorIs(t, (&httpbinding.Reconciler{Receiver: staticOnly}).Once(context.Background()), sourcecatalog.ErrUnsupported,
+		"a store that cannot list needs a lister")
+}
+
+// stageAll receives every entry as the vessel's.
+func stageAll(t *testing.T, recv *finalize.Receiver, vessel uuid.UUID, entries []outbox.Entry) {
+	t.Helper()
+	for _, e := range entries {
+		receive := recv.ReceiveChunk
+		if e.EntityType == sourcecatalog.ManifestEntityType {
+			receive = recv.ReceiveManifest
+		}
+		_, err := receive(context.Background(), finalize.Origin{VesselID: vessel}, e.Payload)
+		require.NoError(t, err)
+	}
 }

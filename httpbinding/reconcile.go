@@ -12,8 +12,7 @@ import (
 
 // A VesselLister returns the vessels that may have staging work: at least
 // every vessel with a snapshot still staging. Listing more is harmless
-// (Reconcile of a vessel with nothing complete does nothing). finalize
-// offers no such listing yet; a server asks its store (SPEC.md §11.4).
+// (Reconcile of a vessel with nothing complete does nothing).
 type VesselLister func(ctx context.Context) ([]uuid.UUID, error)
 
 // DefaultReconcileInterval is how often a Reconciler runs by default.
@@ -25,7 +24,10 @@ const DefaultReconcileInterval = 5 * time.Minute
 // after the receipt failed, is still finalized.
 type Reconciler struct {
 	Receiver *finalize.Receiver
-	Vessels  VesselLister
+	// Vessels lists the vessels to reconcile; when nil, the Receiver's
+	// Vessels with staging true, which needs a store that is a
+	// finalize.VesselLister (SPEC.md §11.4).
+	Vessels VesselLister
 	// Interval between passes; DefaultReconcileInterval when zero or less.
 	Interval time.Duration
 	// Observer, when not nil, gets an EventReconcile per vessel and an
@@ -36,11 +38,10 @@ type Reconciler struct {
 // Run runs a pass at once and then every Interval until ctx is done, and
 // returns nil then. A failing pass is reported to the Observer and does
 // not stop the loop. It returns an error wrapping
-// sourcecatalog.ErrInvalidValue, running nothing, when Receiver or Vessels
-// is nil.
+// sourcecatalog.ErrInvalidValue, running nothing, when Receiver is nil.
 func (rc *Reconciler) Run(ctx context.Context) error {
-	if rc.Receiver == nil || rc.Vessels == nil {
-		return sourcecatalog.Errorf(sourcecatalog.ErrInvalidValue, "httpbinding: a Reconciler needs a Receiver and a VesselLister")
+	if rc.Receiver == nil {
+		return sourcecatalog.Errorf(sourcecatalog.ErrInvalidValue, "httpbinding: a Reconciler needs a Receiver")
 	}
 	interval := orDefault(rc.Interval, DefaultReconcileInterval)
 	t := time.NewTicker(interval)
@@ -58,18 +59,23 @@ func (rc *Reconciler) Run(ctx context.Context) error {
 // Once runs one pass: Reconcile for every listed vessel, each reported to
 // the Observer. A vessel's failure does not stop the others; Once returns
 // the first failure, naming the vessel, wrapping its class
-// (ErrStoreUnavailable for a failing store or lister, ErrStagingExhausted
-// for a vessel whose retained bound is full), or nil.
+// (ErrStoreUnavailable for a failing store or lister, ErrUnsupported for
+// a store that cannot list, ErrStagingExhausted for a vessel whose
+// retained bound is full), or nil.
 func (rc *Reconciler) Once(ctx context.Context) error {
-	if rc.Receiver == nil || rc.Vessels == nil {
-		return sourcecatalog.Errorf(sourcecatalog.ErrInvalidValue, "httpbinding: a Reconciler needs a Receiver and a VesselLister")
+	if rc.Receiver == nil {
+		return sourcecatalog.Errorf(sourcecatalog.ErrInvalidValue, "httpbinding: a Reconciler needs a Receiver")
+	}
+	list := rc.Vessels
+	if list == nil {
+		list = func(ctx context.Context) ([]uuid.UUID, error) { return rc.Receiver.Vessels(ctx, true) }
 	}
 	observe := rc.Observer
 	if observe == nil {
 		observe = func(Event) {}
 	}
 	start := time.Now()
-	vessels, err := rc.Vessels(ctx)
+	vessels, err := list(ctx)
 	if err != nil {
 		if sourcecatalog.Class(err) == nil {
 			err = sourcecatalog.Wrap(sourcecatalog.ErrStoreUnavailable, err)

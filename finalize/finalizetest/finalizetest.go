@@ -84,6 +84,7 @@ var groups = []suite.Group[NewStore]{
 	{"History", historyCases},
 	{"Time", timeCases},
 	{"Staging", stagingCases},
+	{"Status", statusCases},
 	{"Crash", crashCases},
 	{"Concurrency", concurrencyCases},
 }

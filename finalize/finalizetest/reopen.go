@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+	"github.com/yachtmemory/sourcecatalog"
 	"github.com/yachtmemory/sourcecatalog/finalize"
 	"github.com/yachtmemory/sourcecatalog/internal/suite"
 )
@@ -45,4 +46,20 @@ func (r reopener) WithVessel(ctx context.Context, vesselID uuid.UUID, fn func(fi
 		return err
 	}
 	return store.WithVessel(ctx, vesselID, fn)
+}
+
+// Vessels lists the vessels of the store in use when it is a
+// finalize.VesselLister, and otherwise refuses with ErrUnsupported as a
+// Receiver does.
+func (r reopener) Vessels(ctx context.Context, staging bool) ([]uuid.UUID, error) {
+	store, err := r.Begin()
+	defer r.End()
+	if err != nil {
+		return nil, err
+	}
+	l, ok := store.(finalize.VesselLister)
+	if !ok {
+		return nil, sourcecatalog.Errorf(sourcecatalog.ErrUnsupported, "the store cannot list its vessels")
+	}
+	return l.Vessels(ctx, staging)
 }
