@@ -130,3 +130,32 @@ func TestObserver(t *testing.T) {
 	require.Equal(t, finalize.EventReceive, events[1].Kind)
 	require.Equal(t, rc, events[1].Receipt)
 }
+
+// ReceiveDecodedChunk stages what ReceiveChunk stages, and refuses what no
+// decoder made.
+func TestReceiveDecodedChunk(t *testing.T) {
+	ctx := context.Background()
+	origin := finalize.Origin{VesselID: vessel}
+	snap := snapshotOf(t, staging, 1)
+	decoded, err := envelope.DecodeChunk(snap.Chunks[0].Canonical())
+	require.NoError(t, err)
+
+	direct := finalize.NewReceiver(memstore.New())
+	want, err := direct.ReceiveChunk(ctx, origin, snap.Chunks[0].Canonical())
+	require.NoError(t, err)
+
+	r := finalize.NewReceiver(memstore.New())
+	for _, bad := range []*envelope.Chunk{nil, {}} {
+		rc, err := r.ReceiveDecodedChunk(ctx, origin, bad)
+		requireClass(t, err, sourcecatalog.ErrInvalidValue, "a chunk no decoder made")
+		require.Zero(t, rc)
+	}
+	got, err := r.ReceiveDecodedChunk(ctx, origin, decoded)
+	require.NoError(t, err)
+	require.Equal(t, want, got, "the receipt ReceiveChunk gives")
+	again, err := r.ReceiveChunk(ctx, origin, snap.Chunks[0].Canonical())
+	require.NoError(t, err)
+	require.Equal(t, envelope.AlreadyReceived, again.Status, "the decoded chunk was staged")
+	_, err = r.ReceiveDecodedChunk(ctx, finalize.Origin{VesselID: stranger}, decoded)
+	requireClass(t, err, sourcecatalog.ErrForeignVessel, "origin still binds")
+}

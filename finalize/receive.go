@@ -31,14 +31,15 @@ import (
 // is refused with sourcecatalog.ErrConflict. Only what needs the complete set, such as
 // the document hash and the record count, waits for Finalize.
 func (r *Receiver) ReceiveManifest(ctx context.Context, origin Origin, raw []byte) (envelope.Receipt, error) {
-	return r.receive(ctx, "ReceiveManifest", origin, raw, r.receiveManifest)
+	return r.receive("ReceiveManifest", origin, func() (envelope.Receipt, *Usage, error) {
+		return r.receiveManifest(ctx, origin, raw)
+	})
 }
 
-// receive runs one of the receive methods and reports it.
-func (r *Receiver) receive(ctx context.Context, op string, origin Origin, raw []byte,
-	method func(context.Context, Origin, []byte) (envelope.Receipt, *Usage, error)) (envelope.Receipt, error) {
+// receive runs one of the receive methods, op, and reports it.
+func (r *Receiver) receive(op string, origin Origin, method func() (envelope.Receipt, *Usage, error)) (envelope.Receipt, error) {
 	start := time.Now()
-	rc, u, err := method(ctx, origin, raw)
+	rc, u, err := method()
 	if r.observe != nil {
 		e := Event{Kind: EventReceive, Op: op, Vessel: origin.VesselID, Snapshot: rc.SnapshotID, Err: err, Duration: time.Since(start)}
 		if err == nil {
@@ -115,16 +116,33 @@ func (r *Receiver) receiveManifest(ctx context.Context, origin Origin, raw []byt
 // snapshot's messages disagree on the revision, or the chunk index is at
 // or beyond the staged manifest's chunk_count.
 func (r *Receiver) ReceiveChunk(ctx context.Context, origin Origin, raw []byte) (envelope.Receipt, error) {
-	return r.receive(ctx, "ReceiveChunk", origin, raw, r.receiveChunk)
+	return r.receive("ReceiveChunk", origin, func() (envelope.Receipt, *Usage, error) {
+		c, err := envelope.DecodeChunk(raw)
+		if err != nil {
+			return envelope.Receipt{}, nil, err
+		}
+		return r.receiveChunk(ctx, origin, c)
+	})
 }
 
-// receiveChunk is ReceiveChunk. With an error, rc holds what was decoded
-// of the chunk; u is the usage when it staged the chunk.
-func (r *Receiver) receiveChunk(ctx context.Context, origin Origin, raw []byte) (rc envelope.Receipt, u *Usage, err error) {
-	c, err := envelope.DecodeChunk(raw)
-	if err != nil {
-		return rc, nil, err
-	}
+// ReceiveDecodedChunk is ReceiveChunk for a chunk that envelope.DecodeChunk
+// returned, so that a caller that looks into a message before handing it
+// over — a binding checking its entity key — decodes it once. A Chunk can
+// only be made by the strict decoder or by Build; anything else, such as
+// nil or a zero Chunk, is refused with sourcecatalog.ErrInvalidValue. The
+// Observer sees it as ReceiveChunk.
+func (r *Receiver) ReceiveDecodedChunk(ctx context.Context, origin Origin, c *envelope.Chunk) (envelope.Receipt, error) {
+	return r.receive("ReceiveChunk", origin, func() (envelope.Receipt, *Usage, error) {
+		if c == nil || len(c.Canonical()) == 0 {
+			return envelope.Receipt{}, nil, sourcecatalog.Errorf(sourcecatalog.ErrInvalidValue, "not a decoded chunk")
+		}
+		return r.receiveChunk(ctx, origin, c)
+	})
+}
+
+// receiveChunk stages a decoded chunk. With an error, rc holds what the
+// chunk names; u is the usage when it staged the chunk.
+func (r *Receiver) receiveChunk(ctx context.Context, origin Origin, c *envelope.Chunk) (rc envelope.Receipt, u *Usage, err error) {
 	rc = envelope.Receipt{
 		Status: envelope.Staged, EntityType: sourcecatalog.ChunkEntityType,
 		VesselID: c.VesselID(), SnapshotID: c.SnapshotID(), Revision: c.Revision(),

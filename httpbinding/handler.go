@@ -177,14 +177,16 @@ func (h *Handler) receive(ctx context.Context, origin finalize.Origin, body []by
 		return envelope.Receipt{}, err
 	}
 	ev.EntityType = req.entityType
-	if ev.Snapshot, err = req.checkKey(); err != nil {
+	var chunk *envelope.Chunk
+	if ev.Snapshot, chunk, err = req.checkKey(); err != nil {
 		return envelope.Receipt{}, err
 	}
-	receive := h.recv.ReceiveChunk
-	if req.entityType == sourcecatalog.ManifestEntityType {
-		receive = h.recv.ReceiveManifest
+	var rc envelope.Receipt
+	if chunk != nil {
+		rc, err = h.recv.ReceiveDecodedChunk(ctx, origin, chunk)
+	} else {
+		rc, err = h.recv.ReceiveManifest(ctx, origin, req.payload)
 	}
-	rc, err := receive(ctx, origin, req.payload)
 	if err != nil {
 		return envelope.Receipt{}, err
 	}

@@ -72,27 +72,31 @@ func decodeRequest(body []byte) (request, error) {
 // (SPEC.md §7.3), with ErrInvalidValue at entity_key. It decodes the
 // payload to learn the message's snapshot and chunk index, reporting the
 // decoder's first problem as the Receiver would, and returns the snapshot
-// (uuid.Nil when the payload does not decode).
-func (q request) checkKey() (uuid.UUID, error) {
+// (uuid.Nil when the payload does not decode) and, for a chunk, the
+// decoded chunk, which the Receiver takes as it is. A manifest, a few
+// hundred bytes, the Receiver decodes again: it takes no manifest value,
+// which anyone can make.
+func (q request) checkKey() (uuid.UUID, *envelope.Chunk, error) {
 	var snapshot uuid.UUID
 	var want string
+	var c *envelope.Chunk
 	if q.entityType == sourcecatalog.ManifestEntityType {
 		m, err := envelope.DecodeManifest(q.payload)
 		if err != nil {
-			return uuid.Nil, err
+			return uuid.Nil, nil, err
 		}
 		snapshot, want = m.SnapshotID, envelope.ManifestKey(m.SnapshotID)
 	} else {
-		c, err := envelope.DecodeChunk(q.payload)
-		if err != nil {
-			return uuid.Nil, err
+		var err error
+		if c, err = envelope.DecodeChunk(q.payload); err != nil {
+			return uuid.Nil, nil, err
 		}
 		snapshot, want = c.SnapshotID(), envelope.ChunkKey(c.SnapshotID(), c.Index())
 	}
 	if q.entityKey != want {
-		return snapshot, sourcecatalog.Errorf(sourcecatalog.ErrInvalidValue, "the entity key does not name the message").AtField("entity_key")
+		return snapshot, nil, sourcecatalog.Errorf(sourcecatalog.ErrInvalidValue, "the entity key does not name the message").AtField("entity_key")
 	}
-	return snapshot, nil
+	return snapshot, c, nil
 }
 
 // isJSON reports whether a Content-Type header names application/json,
