@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"testing"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/yachtmemory/sourcecatalog/canonical"
 	"github.com/yachtmemory/sourcecatalog/catalog"
 	"github.com/yachtmemory/sourcecatalog/finalize"
+	"github.com/yachtmemory/sourcecatalog/internal/suite"
 )
 
 // A txCall is one call of each Tx method, on a vessel that has snapshot s
@@ -126,37 +126,18 @@ func testTxContextDone(t *testing.T, newStore NewStore) {
 	})
 }
 
-// callbackError is an error of the callback's own type, which a Store
-// must not turn into another.
-type callbackError struct{ n int }
-
-func (e *callbackError) Error() string { return fmt.Sprintf("callback failed (%d)", e.n) }
-
-// testCallbackErrorUnchanged fails callbacks in several ways: WithVessel
-// must return the very error the callback returned, not a wrapper of it.
+// testCallbackErrorUnchanged fails callbacks in several ways, the third
+// after a write: WithVessel must return the very error the callback
+// returned, not a wrapper of it.
 func testCallbackErrorUnchanged(t *testing.T, newStore NewStore) {
 	e := newEnv(t, newStore)
 	s := e.stageOne()
-	sentinel := errors.New("callback failed")
-	for _, c := range []struct {
-		name string
-		err  error
-		call txCall // made before failing, successfully
-	}{
-		{"Sentinel", sentinel, txCallOf("Vessel")},
-		{"Wrapped", fmt.Errorf("receiver: %w", sentinel), txCallOf("Snapshot")},
-		{"OwnTypeAfterWrite", &callbackError{1}, txCallOf("SetVessel")},
-		{"ContextError", context.Canceled, txCallOf("PutItems")},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			err := e.store.WithVessel(e.ctx, e.vessel, func(tx finalize.Tx) error {
-				require.NoError(t, c.call.call(e.ctx, tx, e, s), "Tx.%s", c.call.method)
-				return c.err
-			})
-			require.Truef(t, err == c.err,
-				"WithVessel must return the callback's error unchanged, compared with == (finalize.Store contract): the callback returned %#v, WithVessel %#v", c.err, err)
+	suite.RunCallbackErrors(t, "finalize.Store", [4]string{"Vessel", "Snapshot", "SetVessel", "PutItems"}, func(t *testing.T, call string, fail error) error {
+		return e.store.WithVessel(e.ctx, e.vessel, func(tx finalize.Tx) error {
+			require.NoError(t, txCallOf(call).call(e.ctx, tx, e, s), "Tx.%s", call)
+			return fail
 		})
-	}
+	})
 }
 
 // testBytesOutliveTransaction keeps the byte slices Tx reads return, then

@@ -3,12 +3,12 @@ package outboxtest
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/yachtmemory/sourcecatalog/internal/suite"
 	"github.com/yachtmemory/sourcecatalog/outbox"
 )
 
@@ -82,37 +82,18 @@ func testTxContextDone(t *testing.T, newStore NewStore) {
 	e.requireNextRevision(2)
 }
 
-// callbackError is an error of the callback's own type, which a Store
-// must not turn into another.
-type callbackError struct{ n int }
-
-func (e *callbackError) Error() string { return fmt.Sprintf("callback failed (%d)", e.n) }
-
-// testCallbackErrorUnchanged fails callbacks in several ways: WithVessel
-// must return the very error the callback returned, not a wrapper of it.
+// testCallbackErrorUnchanged fails callbacks in several ways, the third
+// after a write: WithVessel must return the very error the callback
+// returned, not a wrapper of it.
 func testCallbackErrorUnchanged(t *testing.T, newStore NewStore) {
 	e := newEnv(t, newStore)
 	committed := e.stageOne()
-	sentinel := errors.New("callback failed")
-	for _, c := range []struct {
-		name string
-		err  error
-		call txCall // made before failing, successfully
-	}{
-		{"Sentinel", sentinel, txCallOf("Pending")},
-		{"Wrapped", fmt.Errorf("writer: %w", sentinel), txCallOf("Entries")},
-		{"OwnTypeAfterWrite", &callbackError{1}, txCallOf("PutEntries")},
-		{"ContextError", context.Canceled, txCallOf("NextRevision")},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			err := e.store.WithVessel(e.ctx, e.vessel, func(tx outbox.Tx) error {
-				require.NoError(t, c.call.call(e.ctx, tx, e, committed), "Tx.%s", c.call.method)
-				return c.err
-			})
-			require.Truef(t, err == c.err,
-				"WithVessel must return the callback's error unchanged, compared with == (outbox.Store contract): the callback returned %#v, WithVessel %#v", c.err, err)
+	suite.RunCallbackErrors(t, "outbox.Store", [4]string{"Pending", "Entries", "PutEntries", "NextRevision"}, func(t *testing.T, call string, fail error) error {
+		return e.store.WithVessel(e.ctx, e.vessel, func(tx outbox.Tx) error {
+			require.NoError(t, txCallOf(call).call(e.ctx, tx, e, committed), "Tx.%s", call)
+			return fail
 		})
-	}
+	})
 }
 
 // testBytesOutliveTransaction keeps the payloads Entries and Pending
