@@ -67,38 +67,55 @@ func DecodeList(raw []byte) ([]*Record, error) {
 // ErrLimitExceeded and no record index, before any element is looked at.
 // Every other error carries the index of the offending record.
 func DecodeCanonicalList(b []byte, max int) ([]*Record, error) {
-	if b[1] == ']' {
-		return []*Record{}, nil
-	}
 	var (
 		ptrs  [128]*Record
 		out   = ptrs[:0]
 		block []Record
+		read  = 1 // bytes of b read so far
 	)
-	for i := 1; ; {
-		if len(out) == max {
-			return nil, tooMany(max)
-		}
+	_, err := ScanCanonicalList(b, max, func(r *Record) {
+		read += len(r.canon) + 1
 		if len(block) == cap(block) {
 			// Allocate records for the rest of b at the mean size so far.
-			mean := 192
-			if len(out) > 0 {
-				mean = (i - 1) / len(out)
-			}
-			block = make([]Record, 0, min((len(b)-i)/mean+1, 256))
+			mean := (read - 1) / (len(out) + 1)
+			block = make([]Record, 0, min((len(b)-read)/mean+1, 256))
 		}
-		block = block[:len(block)+1]
-		r := &block[len(block)-1]
-		end, err := decodeRecord(b, i, r)
+		block = append(block, *r)
+		out = append(out, &block[len(block)-1])
+	})
+	if err != nil {
+		return nil, err
+	}
+	return slices.Clone(out), nil
+}
+
+// ScanCanonicalList decodes the canonical array b of records as
+// DecodeCanonicalList does, with the same errors, but keeps no record: it
+// calls fn, unless nil, with each record in turn, and returns their
+// number. The record passed to fn is valid only during the call; its
+// canonical bytes and strings are views of b.
+func ScanCanonicalList(b []byte, max int, fn func(*Record)) (int, error) {
+	if b[1] == ']' {
+		return 0, nil
+	}
+	var r Record
+	for n, i := 0, 1; ; n++ {
+		if n == max {
+			return 0, tooMany(max)
+		}
+		r = Record{}
+		end, err := decodeRecord(b, i, &r)
 		if err != nil {
-			if max >= 0 && len(out)+countElements(b, i) > max {
-				return nil, tooMany(max)
+			if max >= 0 && n+countElements(b, i) > max {
+				return 0, tooMany(max)
 			}
-			return nil, locate(err, len(out))
+			return 0, locate(err, n)
 		}
-		out = append(out, r)
+		if fn != nil {
+			fn(&r)
+		}
 		if b[end] == ']' {
-			return slices.Clone(out), nil
+			return n + 1, nil
 		}
 		i = end + 1
 	}

@@ -3,6 +3,7 @@ package catalog
 import (
 	"errors"
 	"slices"
+	"sort"
 	"strings"
 
 	"github.com/yachtmemory/sourcecatalog"
@@ -63,12 +64,21 @@ const MaxProblems = 100
 // index of the record in records. Check runs in linear time plus a binary
 // search per observation.
 func Check(records []*Record) error {
-	var c checker
-	c.run(records)
+	return CheckKeys(len(records), func(i int) Key { return records[i].Key() })
+}
+
+// CheckKeys is Check for n records known by their keys alone: key(i)
+// returns the key of the record at index i. The integrity rules read
+// nothing else of a record.
+func CheckKeys(n int, key func(i int) Key) error {
+	c := checker{n: n, key: key}
+	c.run()
 	return c.err()
 }
 
 type checker struct {
+	n        int
+	key      func(i int) Key
 	problems []error
 	dropped  int
 }
@@ -94,58 +104,58 @@ func (c *checker) err() error {
 	return errors.Join(c.problems...)
 }
 
-func (c *checker) run(records []*Record) {
+func (c *checker) run() {
 	// Order and uniqueness; the order also splits the three sections.
-	for i := 1; i < len(records); i++ {
-		a, b := records[i-1], records[i]
-		switch d := Compare(a, b); {
-		case d == 0 && b.kind == KindPath:
+	for i := 1; i < c.n; i++ {
+		a, b := c.key(i-1), c.key(i)
+		switch d := a.Compare(b); {
+		case d == 0 && b.Kind == KindPath:
 			c.add(i, "path", "duplicate path")
-		case d == 0 && b.kind == KindSource:
+		case d == 0 && b.Kind == KindSource:
 			c.add(i, "source_ref", "duplicate source_ref")
 		case d == 0:
 			c.add(i, "path", "duplicate observation")
-		case d < 0 && a.kind == KindObservation && a.path == b.path:
+		case d < 0 && a.Kind == KindObservation && a.Path == b.Path:
 			c.add(i, "path", "more than one observation for the path")
 		case d > 0:
 			c.add(i, "", "record out of canonical order")
 		}
 	}
-	if len(c.problems) > 0 && !sortedLoose(records) {
+	if len(c.problems) > 0 && !c.sortedLoose() {
 		return // the sections cannot be told apart; the order problems say enough
 	}
-	paths := runEnd(records, 0, KindPath)
-	sources := runEnd(records, paths, KindSource) // observations follow
+	paths := c.runEnd(0, KindPath)
+	sources := c.runEnd(paths, KindSource) // observations follow
 
 	// Every path has an observation and every observation a path: a merge of
 	// two sorted runs. Duplicates were reported above and are skipped here.
+	path := func(i int) string { return c.key(i).Path }
 	p, o := 0, sources
-	for p < paths || o < len(records) {
+	for p < paths || o < c.n {
 		switch {
-		case o >= len(records) || p < paths && records[p].path < records[o].path:
+		case o >= c.n || p < paths && path(p) < path(o):
 			c.add(p, "path", "path has no observation")
-		case p >= paths || records[o].path < records[p].path:
+		case p >= paths || path(o) < path(p):
 			c.add(o, "path", "observation of a path with no path record")
-			for o++; o < len(records) && records[o].path == records[o-1].path; o++ {
+			for o++; o < c.n && path(o) == path(o-1); o++ {
 			}
 			continue
 		default:
-			for o < len(records) && records[o].path == records[p].path {
+			for o < c.n && path(o) == path(p) {
 				o++
 			}
 		}
-		for p++; p < paths && records[p].path == records[p-1].path; p++ {
+		for p++; p < paths && path(p) == path(p-1); p++ {
 		}
 	}
 
 	// Every observation's source exists; every source is referenced.
-	srcs := records[paths:sources]
-	referenced := make([]bool, len(srcs))
-	for i := sources; i < len(records); i++ {
-		k, found := slices.BinarySearchFunc(srcs, records[i].sourceRef, func(r *Record, ref string) int {
-			return strings.Compare(r.sourceRef, ref)
-		})
-		if !found {
+	ref := func(i int) string { return c.key(i).SourceRef }
+	referenced := make([]bool, sources-paths)
+	for i := sources; i < c.n; i++ {
+		r := ref(i)
+		k := sort.Search(len(referenced), func(k int) bool { return ref(paths+k) >= r })
+		if k == len(referenced) || ref(paths+k) != r {
 			c.add(i, "source_ref", "observation of an unknown source")
 			continue
 		}
@@ -154,17 +164,17 @@ func (c *checker) run(records []*Record) {
 	for k, ok := range referenced {
 		// A duplicate source_ref was reported above; the search only ever
 		// marks the first of equal neighbours, so skip the rest.
-		if !ok && (k == 0 || srcs[k].sourceRef != srcs[k-1].sourceRef) {
+		if !ok && (k == 0 || ref(paths+k) != ref(paths+k-1)) {
 			c.add(paths+k, "source_ref", "source not referenced by any observation")
 		}
 	}
 }
 
-// sortedLoose reports whether records are sorted allowing equal neighbours,
-// which is enough to split them into the three kind sections.
-func sortedLoose(records []*Record) bool {
-	for i := 1; i < len(records); i++ {
-		if Compare(records[i-1], records[i]) > 0 {
+// sortedLoose reports whether the records are sorted allowing equal
+// neighbours, which is enough to split them into the three kind sections.
+func (c *checker) sortedLoose() bool {
+	for i := 1; i < c.n; i++ {
+		if c.key(i-1).Compare(c.key(i)) > 0 {
 			return false
 		}
 	}
@@ -172,9 +182,9 @@ func sortedLoose(records []*Record) bool {
 }
 
 // runEnd returns the end of the run of kind records starting at from.
-func runEnd(records []*Record, from int, kind Kind) int {
+func (c *checker) runEnd(from int, kind Kind) int {
 	end := from
-	for end < len(records) && records[end].kind == kind {
+	for end < c.n && c.key(end).Kind == kind {
 		end++
 	}
 	return end
