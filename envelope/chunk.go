@@ -5,6 +5,7 @@ import (
 	"errors"
 	"hash"
 	"strconv"
+	"sync"
 
 	"github.com/google/uuid"
 	"github.com/yachtmemory/sourcecatalog"
@@ -13,19 +14,39 @@ import (
 )
 
 // A Chunk is one contiguous run of a snapshot's records. Chunks come from
-// Build and DecodeChunk, which guarantee that the payload hash matches the
+// Build and the decoders, which guarantee that the payload hash matches the
 // records; a Chunk is immutable and safe for concurrent use.
 type Chunk struct {
 	vesselID   uuid.UUID
 	snapshotID uuid.UUID
 	revision   int64
 	index      int
-	records    []*catalog.Record
 	payload    canonical.Digest
 	canon      []byte
 	// canon[recStart:recEnd] is the records array's content: the chunk's
 	// body without its brackets.
 	recStart, recEnd int
+
+	// A chunk from Build or DecodeSnapshot holds its records. One from
+	// DecodeChunk or DecodeStaged holds none, only lazy, which decodes
+	// them from canon on first use; one from DecodeStaged also holds each
+	// record's Entry.
+	records []*catalog.Record
+	entries []Entry
+	lazy    *lazyRecords
+}
+
+// lazyRecords are the records of a chunk decoded without them.
+type lazyRecords struct {
+	once    sync.Once
+	records []*catalog.Record
+}
+
+// An Entry is one record of a chunk as DecodeStaged keeps it: its key and
+// canonical bytes, without the catalog.Record.
+type Entry struct {
+	Key       catalog.Key
+	Canonical []byte
 }
 
 // VesselID returns the chunk's vessel_id.
@@ -41,8 +62,44 @@ func (c *Chunk) Revision() int64 { return c.revision }
 func (c *Chunk) Index() int { return c.index }
 
 // Records returns the chunk's records in canonical order. The caller must
-// not modify the slice.
-func (c *Chunk) Records() []*catalog.Record { return c.records }
+// not modify the slice. A chunk from DecodeChunk or DecodeStaged, which
+// validated its records without keeping them, decodes them again on the
+// first call.
+func (c *Chunk) Records() []*catalog.Record {
+	if c.lazy == nil {
+		return c.records
+	}
+	c.lazy.once.Do(func() {
+		// The records array validated once already: it cannot fail.
+		c.lazy.records, _ = catalog.DecodeCanonicalList(c.canon[c.recStart-1:c.recEnd+1], -1)
+	})
+	return c.lazy.records
+}
+
+// Entries returns the key and canonical bytes of each of the chunk's
+// records, in canonical order. For a chunk from DecodeStaged they are
+// kept, and the caller must not modify the slice; for the others, each
+// call derives them from Records.
+func (c *Chunk) Entries() []Entry {
+	if c.entries != nil {
+		return c.entries
+	}
+	recs := c.Records()
+	out := make([]Entry, len(recs))
+	for i, r := range recs {
+		out[i] = Entry{Key: r.Key(), Canonical: r.Canonical()}
+	}
+	return out
+}
+
+// recordCount returns the number of the chunk's records, without
+// materialising them when it kept their entries.
+func (c *Chunk) recordCount() int {
+	if c.entries != nil {
+		return len(c.entries)
+	}
+	return len(c.Records())
+}
 
 // PayloadSHA256 returns the hash of the chunk's canonical body.
 func (c *Chunk) PayloadSHA256() canonical.Digest { return c.payload }
@@ -53,23 +110,12 @@ func (c *Chunk) Canonical() []byte { return c.canon }
 
 // BodyLen returns the length of the chunk's canonical body,
 // {"records":[...]}, which MaxChunkBody bounds.
-func (c *Chunk) BodyLen() int { return bodyLen(c.records) }
+func (c *Chunk) BodyLen() int { return len(bodyOpen) + c.recEnd - c.recStart + len(bodyClose) }
 
 const (
 	bodyOpen  = `{"records":[`
 	bodyClose = `]}`
 )
-
-func bodyLen(records []*catalog.Record) int {
-	n := len(bodyOpen) + len(bodyClose)
-	for i, r := range records {
-		if i > 0 {
-			n++
-		}
-		n += len(r.Canonical())
-	}
-	return n
-}
 
 // writeBody writes the canonical {"records":[...]} of records to h.
 func writeBody(h hash.Hash, records []*catalog.Record) {
@@ -135,10 +181,34 @@ var chunkFields = []string{"chunk_index", "payload_sha256", "protocol", "records
 // reporting the first problem in the order of SPEC.md §10.3. Errors found
 // after chunk_index was read carry it.
 //
-// The chunk keeps the one canonical copy of raw that decoding makes; its
-// records are views of it.
+// The chunk keeps the one canonical copy of raw that decoding makes. It
+// validates the records without keeping them: Records decodes them again,
+// as views of that copy, on its first call.
 func DecodeChunk(raw []byte) (*Chunk, error) {
-	msg, err := parseMessage(raw)
+	var d chunkDecoder
+	return d.decode(raw)
+}
+
+// A chunkDecoder decodes chunk messages. With inPlace, a message that is
+// canonical already is read in place instead of copied. keep says what the
+// chunks keep of their records.
+type chunkDecoder struct {
+	inPlace bool
+	keep    keep
+	entries []Entry // with keepEntries, non-nil: every chunk's, in the order decoded
+}
+
+// keep says what decoding a chunk keeps of its records.
+type keep uint8
+
+const (
+	keepNone    keep = iota // nothing: Records decodes them on first use
+	keepRecords             // the records
+	keepEntries             // each record's Entry: Records decodes them on first use
+)
+
+func (d *chunkDecoder) decode(raw []byte) (*Chunk, error) {
+	msg, err := parseMessage(raw, d.inPlace)
 	if err != nil {
 		return nil, err
 	}
@@ -151,7 +221,7 @@ func DecodeChunk(raw []byte) (*Chunk, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := decodeChunk(&msg, int(n), vals)
+	c, err := d.decodeChunk(&msg, int(n), vals)
 	if err != nil {
 		return nil, inChunk(err, int(n))
 	}
@@ -160,7 +230,7 @@ func DecodeChunk(raw []byte) (*Chunk, error) {
 
 // decodeChunk reads the members of a chunk after its chunk_index, index;
 // vals holds their offsets, in the order of chunkFields.
-func decodeChunk(msg *message, index int, vals [7]int) (*Chunk, error) {
+func (d *chunkDecoder) decodeChunk(msg *message, index int, vals [7]int) (*Chunk, error) {
 	payload, err := msg.digest(vals[1], "payload_sha256")
 	if err != nil {
 		return nil, err
@@ -190,25 +260,46 @@ func decodeChunk(msg *message, index int, vals [7]int) (*Chunk, error) {
 	// The records array ends where the revision member, next in canonical
 	// order, begins.
 	recEnd := vals[4] - len(`,"revision":`)
-	recs, err := catalog.DecodeCanonicalList(msg.b[records:recEnd], sourcecatalog.MaxRecordsPerChunk)
-	if err != nil {
+	c := &Chunk{
+		vesselID: vessel, snapshotID: snapshot, revision: revision, index: index,
+		canon: msg.b, recStart: records + 1, recEnd: recEnd - 1,
+	}
+	if err := d.readRecords(c); err != nil {
 		if e := (*sourcecatalog.Error)(nil); errors.As(err, &e) && e.Record == sourcecatalog.NoIndex {
 			return nil, e.AtField("records") // too many records: the only error without a record index
 		}
 		return nil, err
 	}
-	if bodyLen(recs) > sourcecatalog.MaxChunkBody {
+	if c.BodyLen() > sourcecatalog.MaxChunkBody {
 		return nil, sourcecatalog.Errorf(sourcecatalog.ErrLimitExceeded, "canonical body larger than 16384 bytes").AtField("records")
 	}
-	c := &Chunk{
-		vesselID: vessel, snapshotID: snapshot, revision: revision, index: index,
-		records: recs, canon: msg.b, recStart: records + 1, recEnd: recEnd - 1,
-	}
-	d := sha256.New()
-	c.writeBody(d)
-	d.Sum(c.payload[:0])
+	h := sha256.New()
+	c.writeBody(h)
+	h.Sum(c.payload[:0])
 	if c.payload != payload {
 		return nil, sourcecatalog.Errorf(sourcecatalog.ErrHashMismatch, "payload_sha256 does not match the canonical body").AtField("payload_sha256")
 	}
 	return c, nil
+}
+
+// readRecords decodes the records array of c and keeps of the records what
+// d keeps.
+func (d *chunkDecoder) readRecords(c *Chunk) error {
+	b := c.canon[c.recStart-1 : c.recEnd+1]
+	var err error
+	switch d.keep {
+	case keepRecords:
+		c.records, err = catalog.DecodeCanonicalList(b, sourcecatalog.MaxRecordsPerChunk)
+		return err
+	case keepEntries:
+		start := len(d.entries)
+		_, err = catalog.ScanCanonicalList(b, sourcecatalog.MaxRecordsPerChunk, func(r *catalog.Record) {
+			d.entries = append(d.entries, Entry{Key: r.Key(), Canonical: r.Canonical()})
+		})
+		c.entries = d.entries[start:len(d.entries):len(d.entries)]
+	default:
+		_, err = catalog.ScanCanonicalList(b, sourcecatalog.MaxRecordsPerChunk, nil)
+	}
+	c.lazy = new(lazyRecords)
+	return err
 }

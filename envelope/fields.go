@@ -30,12 +30,20 @@ type message struct {
 // malformed JSON (ErrMalformedJSON), a value other than an object
 // (ErrInvalidValue) and canonical text over MaxRequest bytes
 // (ErrLimitExceeded), which no valid message has. The canonical text is
-// the only copy of the message it makes.
-func parseMessage(raw []byte) (message, error) {
+// the only copy of the message it makes; with inPlace, raw that is
+// canonical already is not copied: it is the canonical text.
+func parseMessage(raw []byte, inPlace bool) (message, error) {
 	if len(raw) > MaxMessageSize {
 		return message{}, sourcecatalog.Errorf(sourcecatalog.ErrLimitExceeded, "message larger than "+strconv.Itoa(MaxMessageSize)+" bytes")
 	}
-	b, nums, err := canonical.TransformNumbers(raw)
+	var (
+		b    = raw
+		nums canonical.Numbers // the zero Numbers describes canonical text
+		err  error
+	)
+	if !inPlace || !canonical.IsCanonical(raw) {
+		b, nums, err = canonical.TransformNumbers(raw)
+	}
 	if err != nil {
 		return message{}, sourcecatalog.Wrap(sourcecatalog.ErrMalformedJSON, err)
 	}

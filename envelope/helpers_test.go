@@ -318,6 +318,18 @@ func checkBounded(t testing.TB, err error) {
 // payload hash, computed over the records as they sit in those bytes. It
 // is the tests' own assembly, independent of Build's assembleChunk, which
 // a test holds equal to it.
+// bodyLen returns the length of the canonical body of records.
+func bodyLen(records []*catalog.Record) int {
+	n := len(bodyOpen) + len(bodyClose)
+	for i, r := range records {
+		if i > 0 {
+			n++
+		}
+		n += len(r.Canonical())
+	}
+	return n
+}
+
 func newChunk(h *chunkHeader, index int, records []*catalog.Record) *Chunk {
 	c := &Chunk{
 		vesselID: h.vesselID, snapshotID: h.snapshotID, revision: h.revision,

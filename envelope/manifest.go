@@ -98,7 +98,7 @@ const MaxMessageSize = 4 * sourcecatalog.MaxRequest
 // coverage (ErrUnsupported), and transport_complete other than true
 // (ErrIncompleteScan).
 func DecodeManifest(raw []byte) (Manifest, error) {
-	msg, err := parseMessage(raw)
+	msg, err := parseMessage(raw, false)
 	if err != nil {
 		return Manifest{}, err
 	}

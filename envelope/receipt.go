@@ -196,5 +196,5 @@ func parseAnswer(raw []byte) (message, error) {
 	if len(raw) > MaxAnswerSize {
 		return message{}, sourcecatalog.Errorf(sourcecatalog.ErrLimitExceeded, "answer larger than "+strconv.Itoa(MaxAnswerSize)+" bytes")
 	}
-	return parseMessage(raw)
+	return parseMessage(raw, false)
 }

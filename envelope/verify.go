@@ -93,16 +93,17 @@ func (v *verifier) run(m *Manifest, chunks []*Chunk) {
 	total := 0
 	starts := make([]int, len(byIndex))
 	for i, c := range byIndex {
+		n := c.recordCount()
 		starts[i] = total
-		total += len(c.records)
+		total += n
 		switch {
-		case len(c.records) > sourcecatalog.MaxRecordsPerChunk:
+		case n > sourcecatalog.MaxRecordsPerChunk:
 			v.add(sourcecatalog.Errorf(sourcecatalog.ErrLimitExceeded, "more than 100 records").InChunk(i).AtField("records"))
 		case c.BodyLen() > sourcecatalog.MaxChunkBody:
 			v.add(sourcecatalog.Errorf(sourcecatalog.ErrLimitExceeded, "canonical body larger than 16384 bytes").InChunk(i).AtField("records"))
-		case len(c.records) == 0 && m.RecordCount > 0:
+		case n == 0 && m.RecordCount > 0:
 			v.add(integrity("empty chunk in a non-empty snapshot").InChunk(i).AtField("records"))
-		case len(c.records) == 0 && i > 0:
+		case n == 0 && i > 0:
 			// An empty snapshot is exactly one chunk with no records.
 			v.add(integrity("an empty snapshot has exactly one chunk").InChunk(i).AtField("records"))
 		}
@@ -110,11 +111,7 @@ func (v *verifier) run(m *Manifest, chunks []*Chunk) {
 	if total != m.RecordCount {
 		v.add(integrity("the chunks hold " + strconv.Itoa(total) + " records, the manifest says " + strconv.Itoa(m.RecordCount)).AtField("record_count"))
 	}
-	all := make([]*catalog.Record, 0, total)
-	for _, c := range byIndex {
-		all = append(all, c.records...)
-	}
-	for _, p := range sourcecatalog.Problems(catalog.Check(all)) {
+	for _, p := range sourcecatalog.Problems(catalog.CheckKeys(total, recordKeys(byIndex, total))) {
 		if p.Record != sourcecatalog.NoIndex {
 			c := sort.SearchInts(starts, p.Record+1) - 1
 			p = p.InChunk(c).AtRecord(p.Record - starts[c])
@@ -126,12 +123,50 @@ func (v *verifier) run(m *Manifest, chunks []*Chunk) {
 	}
 }
 
+// recordKeys returns the key of each record of chunks, which hold total
+// records, by its position across them. It reads the entries the chunks
+// kept when they all did, and their records otherwise.
+func recordKeys(chunks []*Chunk, total int) func(i int) catalog.Key {
+	if !slices.ContainsFunc(chunks, func(c *Chunk) bool { return c.entries == nil }) {
+		all := make([]*Entry, 0, total)
+		for _, c := range chunks {
+			for k := range c.entries {
+				all = append(all, &c.entries[k])
+			}
+		}
+		return func(i int) catalog.Key { return all[i].Key }
+	}
+	all := make([]*catalog.Record, 0, total)
+	for _, c := range chunks {
+		all = append(all, c.Records()...)
+	}
+	return func(i int) catalog.Key { return all[i].Key() }
+}
+
 // DecodeSnapshot decodes a manifest and its chunk messages, in any order,
 // and verifies the set. It returns the snapshot with its chunks in index
 // order, or an error joining every problem found. A message that cannot be
 // decoded is reported with its position in chunks (and its chunk index when
 // that could be read); the set is verified only when every message decoded.
 func DecodeSnapshot(manifest []byte, chunks [][]byte) (*Snapshot, error) {
+	return decodeSnapshot(manifest, chunks, &chunkDecoder{keep: keepRecords})
+}
+
+// DecodeStaged is DecodeSnapshot for messages held immutable, such as a
+// receiver's staged bytes, with the same checks and problems reported. A
+// chunk message that is canonical already is read in place, not copied:
+// the chunk's bytes, and its records' bytes and strings, are views of it,
+// which the caller must not modify afterwards. The chunks keep each
+// record's Entry, not its catalog.Record, which Records materialises on
+// demand.
+func DecodeStaged(manifest []byte, chunks [][]byte) (*Snapshot, error) {
+	d := &chunkDecoder{inPlace: true, keep: keepEntries}
+	d.entries = make([]Entry, 0, min(sourcecatalog.MaxRecords, len(chunks)*sourcecatalog.MaxRecordsPerChunk))
+	return decodeSnapshot(manifest, chunks, d)
+}
+
+// decodeSnapshot is DecodeSnapshot with the chunks decoded by d.
+func decodeSnapshot(manifest []byte, chunks [][]byte, d *chunkDecoder) (*Snapshot, error) {
 	var problems []error
 	m, err := DecodeManifest(manifest)
 	if err != nil {
@@ -139,7 +174,7 @@ func DecodeSnapshot(manifest []byte, chunks [][]byte) (*Snapshot, error) {
 	}
 	decoded := make([]*Chunk, 0, len(chunks))
 	for i, raw := range chunks {
-		c, err := DecodeChunk(raw)
+		c, err := d.decode(raw)
 		if err != nil {
 			problems = append(problems, describe(err, "chunks["+strconv.Itoa(i)+"]"))
 			continue
