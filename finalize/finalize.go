@@ -226,8 +226,8 @@ func missing(out *Outcome, s Snapshot, chunks []StagedChunk) bool {
 }
 
 // verifyStaged decodes the staged bytes again and verifies the complete set;
-// the store is not trusted to have kept them intact. It returns the snapshot
-// and its record index.
+// the store is not trusted to have kept them intact. It returns the snapshot,
+// whose chunks keep their records' entries, and its record index.
 func verifyStaged(s Snapshot, staged []StagedChunk) (*envelope.Snapshot, []IndexEntry, error) {
 	if canonical.Sum(s.Manifest) != s.ManifestDigest {
 		return nil, nil, sourcecatalog.Errorf(sourcecatalog.ErrHashMismatch, "the staged manifest does not match its digest")
@@ -236,7 +236,8 @@ func verifyStaged(s Snapshot, staged []StagedChunk) (*envelope.Snapshot, []Index
 	for i, c := range staged {
 		raw[i] = c.Canonical
 	}
-	snap, err := envelope.DecodeSnapshot(s.Manifest, raw)
+	// Staged bytes are immutable (see Tx): they are decoded in place.
+	snap, err := envelope.DecodeStaged(s.Manifest, raw)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -247,8 +248,8 @@ func verifyStaged(s Snapshot, staged []StagedChunk) (*envelope.Snapshot, []Index
 	}
 	index := make([]IndexEntry, 0, snap.Manifest.RecordCount)
 	for _, c := range snap.Chunks {
-		for _, rec := range c.Records() {
-			index = append(index, IndexEntry{Key: rec.Key(), Digest: canonical.Sum(rec.Canonical())})
+		for _, e := range c.Entries() {
+			index = append(index, IndexEntry{Key: e.Key, Digest: canonical.Sum(e.Canonical)})
 		}
 	}
 	return snap, index, nil
@@ -341,11 +342,11 @@ func diff(old, cur []IndexEntry, snap *envelope.Snapshot) (put []Item, retire []
 			retire = append(retire, old[i].Key)
 			i++
 		case d > 0: // appears
-			put = append(put, Item{Key: cur[k].Key, Record: records.at(k).Canonical(), CurrentlyObserved: true})
+			put = append(put, Item{Key: cur[k].Key, Record: records.at(k), CurrentlyObserved: true})
 			k++
 		default: // stays; written only when changed
 			if old[i].Digest != cur[k].Digest {
-				put = append(put, Item{Key: cur[k].Key, Record: records.at(k).Canonical(), CurrentlyObserved: true})
+				put = append(put, Item{Key: cur[k].Key, Record: records.at(k), CurrentlyObserved: true})
 			}
 			i++
 			k++
@@ -357,18 +358,23 @@ func diff(old, cur []IndexEntry, snap *envelope.Snapshot) (put []Item, retire []
 // A recordCursor finds the records of a snapshot by their position in the
 // snapshot, for positions that never decrease.
 type recordCursor struct {
-	chunks []*envelope.Chunk
-	c      int // the chunk holding record pos
-	first  int // the position of that chunk's first record
+	chunks  []*envelope.Chunk
+	entries []envelope.Entry // of chunks[c]
+	c       int              // the chunk holding record pos
+	first   int              // the position of that chunk's first record
 }
 
-// at returns the record at position pos.
-func (rc *recordCursor) at(pos int) *catalog.Record {
-	for pos-rc.first >= len(rc.chunks[rc.c].Records()) {
-		rc.first += len(rc.chunks[rc.c].Records())
-		rc.c++
+// at returns the canonical bytes of the record at position pos.
+func (rc *recordCursor) at(pos int) []byte {
+	if rc.entries == nil {
+		rc.entries = rc.chunks[0].Entries()
 	}
-	return rc.chunks[rc.c].Records()[pos-rc.first]
+	for pos-rc.first >= len(rc.entries) {
+		rc.first += len(rc.entries)
+		rc.c++
+		rc.entries = rc.chunks[rc.c].Entries()
+	}
+	return rc.entries[pos-rc.first].Canonical
 }
 
 // retainAfterActivation applies the opt-in retention policy.
