@@ -47,15 +47,18 @@ type vessel struct {
 
 // item is an inventory item without its key, which is the map's: small
 // enough for a map to hold in place, where a whole finalize.Item would be
-// allocated apart for every entry.
+// allocated apart for every entry. The rest of the item is shared: the
+// items an activation writes all point to one sighting (see tx.intern).
 type item struct {
-	record              []byte
-	firstSeen, lastSeen finalize.Seen
-	current             bool
+	record []byte
+	*sighting
 }
 
-func newItem(it finalize.Item) item {
-	return item{record: it.Record, firstSeen: it.FirstSeen, lastSeen: it.LastSeen, current: it.CurrentlyObserved}
+// A sighting is what an item holds besides its key and record. It is
+// never modified once an item points to it.
+type sighting struct {
+	firstSeen, lastSeen finalize.Seen
+	current             bool
 }
 
 func (it item) with(k catalog.Key) finalize.Item {
@@ -106,6 +109,7 @@ type tx struct {
 	chunks    map[chunkKey]finalize.StagedChunk
 	index     *[]finalize.IndexEntry
 	items     map[catalog.Key]item
+	sighting  *sighting // the one interned last
 }
 
 func (t *tx) check(ctx context.Context) error {
@@ -314,6 +318,16 @@ func (t *tx) item(k catalog.Key) (item, bool) {
 	return it, ok
 }
 
+// intern returns a sighting equal to s: the last call's when s equals
+// that, so that the items of one activation share theirs.
+func (t *tx) intern(s sighting) *sighting {
+	if t.sighting == nil || *t.sighting != s {
+		t.sighting = new(sighting)
+		*t.sighting = s
+	}
+	return t.sighting
+}
+
 func (t *tx) PutItems(ctx context.Context, items []finalize.Item) error {
 	if err := t.check(ctx); err != nil {
 		return err
@@ -322,11 +336,11 @@ func (t *tx) PutItems(ctx context.Context, items []finalize.Item) error {
 		t.items = make(map[catalog.Key]item, len(items))
 	}
 	for _, it := range items {
-		n := newItem(it)
+		s := sighting{firstSeen: it.FirstSeen, lastSeen: it.LastSeen, current: it.CurrentlyObserved}
 		if old, ok := t.item(it.Key); ok {
-			n.firstSeen = old.firstSeen
+			s.firstSeen = old.firstSeen
 		}
-		t.items[it.Key] = n
+		t.items[it.Key] = item{record: it.Record, sighting: t.intern(s)}
 	}
 	return nil
 }
@@ -340,7 +354,7 @@ func (t *tx) RetireItems(ctx context.Context, keys []catalog.Key, last finalize.
 	}
 	for _, k := range keys {
 		if it, ok := t.item(k); ok {
-			it.current, it.lastSeen = false, last
+			it.sighting = t.intern(sighting{firstSeen: it.firstSeen, lastSeen: last})
 			t.items[k] = it
 		}
 	}
