@@ -12,6 +12,7 @@ import (
 	"github.com/yachtmemory/sourcecatalog"
 	"github.com/yachtmemory/sourcecatalog/envelope"
 	"github.com/yachtmemory/sourcecatalog/httpbinding"
+	"github.com/yachtmemory/sourcecatalog/internal/faultproxy"
 	"github.com/yachtmemory/sourcecatalog/outbox"
 )
 
@@ -20,24 +21,26 @@ import (
 // the Publisher resends and the receiver answers already_received.
 func TestLostAnswersAreResent(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		cut  bool
-	}{{"connection reset", false}, {"answer cut midway", true}} {
+		name  string
+		fault faultproxy.Fault
+	}{{"connection reset", faultproxy.Reset}, {"answer cut midway", faultproxy.Cut}} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			r := startRig(t, rigConfig{tlsMax: tls.VersionTLS12}) // the proxy reads TLS 1.2 records
-			p := startProxy(t, r.addr, tc.cut)
+			p, err := faultproxy.Start(faultproxy.Config{Target: r.addr})
+			require.NoError(t, err)
+			t.Cleanup(func() { require.NoError(t, p.Close()) })
 			cert := r.ca.vessel(t, vesselA)
-			c, err := httpbinding.NewClient(p.url(), httpbinding.WithTLSConfig(r.tlsFor(&cert)), httpbinding.WithTimeout(10*time.Second))
+			c, err := httpbinding.NewClient("https://"+p.Addr()+"/v2/messages", httpbinding.WithTLSConfig(r.tlsFor(&cert)), httpbinding.WithTimeout(10*time.Second))
 			require.NoError(t, err)
 			defer c.CloseIdleConnections()
 			b := commitCycle(t, vesselA, uuid.Nil, "nav", 1) // manifest and 1 chunk
 			pub := outbox.NewPublisher(b.store, vesselA, c, outbox.WithReceiverV2(true))
 
-			p.armed.Store(true) // the manifest's receipt is lost
+			p.Arm(tc.fault) // the manifest's receipt is lost
 			pass, err := pub.Publish(ctx)
 			require.NoError(t, err)
-			require.EqualValues(t, 1, p.faults.Load())
+			require.Equal(t, faults(tc.fault, 1, 2), answers(p))
 			assert.Equal(t, outbox.Pass{Sent: 2, Delivered: 1, Failed: 1, Remaining: 1}, pass)
 			pass, err = pub.Publish(ctx)
 			require.NoError(t, err)
@@ -49,14 +52,36 @@ func TestLostAnswersAreResent(t *testing.T) {
 
 			// What the Transport returns for a lost answer: one class,
 			// store_unavailable; a resend gets the receipt.
-			p.armed.Store(true)
+			p.Arm(tc.fault)
 			_, err = c.Send(ctx, b.entries[1])
 			require.ErrorIs(t, err, sourcecatalog.ErrStoreUnavailable)
 			assert.Equal(t, sourcecatalog.ErrStoreUnavailable, sourcecatalog.Class(err))
-			require.EqualValues(t, 2, p.faults.Load())
+			require.Equal(t, faults(tc.fault, 2, 4), answers(p))
 			rc, err := c.Send(ctx, b.entries[1])
 			require.NoError(t, err)
 			assert.Equal(t, envelope.AlreadyReceived, rc.Status)
+			assert.Equal(t, faults(tc.fault, 2, 5), answers(p))
 		})
 	}
+}
+
+// faults is the proxy's counts of answers after n faults of kind f among
+// answers answers.
+func faults(f faultproxy.Fault, n, answers int) faultproxy.Counts {
+	c := faultproxy.Counts{Answers: answers}
+	switch f {
+	case faultproxy.Reset:
+		c.Resets = n
+	case faultproxy.Cut:
+		c.Cuts = n
+	}
+	return c
+}
+
+// answers is the proxy's counts without the connections, which depend on
+// the client's pool.
+func answers(p *faultproxy.Proxy) faultproxy.Counts {
+	c := p.Counts()
+	c.Conns = 0
+	return c
 }

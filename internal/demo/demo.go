@@ -12,6 +12,9 @@
 // snapshot ids come from a random reader seeded with the seed and the
 // first revision of the run, and the link's losses from a seeded
 // generator, so the same seed on the same state prints the same bytes.
+// Over the HTTP binding (Config.HTTP) the fault proxy draws its faults
+// from the seed too, answer after answer; the output stays the same as
+// long as every request reaches the server within the client's timeout.
 package demo
 
 import (
@@ -60,6 +63,12 @@ type Config struct {
 	// Link is the simulated link; nil means DefaultLink. A non-nil zero
 	// Link is a perfect one.
 	Link *Link
+	// HTTP, when set, replaces the simulated link with the HTTP binding:
+	// an httpbinding server over the receiver on a loopback port, with
+	// mutual TLS and certificates made for the run, and a fault proxy in
+	// front of it whose faults are drawn from the seed. Link must be nil.
+	// Run shuts the server down before it returns.
+	HTTP *HTTPLink
 
 	// MaxPasses bounds the publish passes of each cycle, and of the
 	// resumption (0 means 32). Running out of passes is an error.
@@ -102,8 +111,12 @@ func (s Step) String() string {
 type Report struct {
 	Seed     uint64
 	VesselID uuid.UUID
-	Link     Link      // the link's parameters
+	Link     Link      // the simulated link's parameters (zero over HTTP)
+	HTTP     *HTTPLink // the HTTP link's parameters, nil for the simulated link
 	Stats    LinkStats // what the link did, and the receiver's answers
+	// Over HTTP, the addresses of the fault proxy the publisher posted to
+	// and of the server behind it, both closed when Run returns.
+	ProxyAddr, ServerAddr string
 
 	// LastRevision is the outbox's last revision before this run's
 	// cycles: 0 for a new outbox. The cycles take the next two.
@@ -165,7 +178,12 @@ type Change struct {
 // the expected one; the report is filled as far as the demo got.
 func Run(ctx context.Context, cfg Config, w io.Writer) (Report, error) {
 	link := DefaultLink
-	if cfg.Link != nil {
+	switch {
+	case cfg.HTTP != nil && cfg.Link != nil:
+		return Report{}, errors.New("demo: a simulated link and the HTTP link at once")
+	case cfg.HTTP != nil:
+		link = Link{}
+	case cfg.Link != nil:
 		link = *cfg.Link
 	}
 	if err := link.check(); err != nil {
@@ -201,7 +219,7 @@ func Run(ctx context.Context, cfg Config, w io.Writer) (Report, error) {
 		out:    &printer{w: w},
 		vessel: examples.VesselID,
 		seed:   cfg.Seed,
-		report: Report{Seed: cfg.Seed, VesselID: examples.VesselID, Link: link},
+		report: Report{Seed: cfg.Seed, VesselID: examples.VesselID, Link: link, HTTP: cfg.HTTP},
 		max:    maxPasses,
 		after:  cfg.AfterStep,
 	}
@@ -210,22 +228,53 @@ func Run(ctx context.Context, cfg Config, w io.Writer) (Report, error) {
 	d.receiver = finalize.NewReceiver(store, finalize.WithRetention(keepFinalized))
 	d.outbox = box
 	d.writer = outbox.NewWriter(d.outbox)
-	d.link = &lossyLink{
-		cfg:    link,
-		rng:    rand.New(rand.NewPCG(cfg.Seed, 0x736f75726365)), // "source"
-		recv:   d.receiver,
-		origin: finalize.Origin{VesselID: d.vessel},
+	if cfg.HTTP != nil {
+		l, err := startHTTP(*cfg.HTTP, cfg.Seed, d.receiver, d.vessel)
+		if err != nil {
+			return d.report, err
+		}
+		d.link = l
+		d.report.ProxyAddr, d.report.ServerAddr = l.proxy.Addr(), l.serverAddr
+	} else {
+		d.link = &lossyLink{
+			cfg:    link,
+			rng:    rand.New(rand.NewPCG(cfg.Seed, 0x736f75726365)), // "source"
+			recv:   d.receiver,
+			origin: finalize.Origin{VesselID: d.vessel},
+		}
 	}
 	d.publisher = outbox.NewPublisher(d.outbox, d.vessel, d.link, outbox.WithReceiverV2(true))
 
 	d.out.printf("sourcecatalog demo: seed %d, vessel %s, outbox %s, receiver store %s\n", cfg.Seed, d.vessel, boxName, storeName)
-	d.out.printf("link: %s\n", link)
+	if cfg.HTTP != nil {
+		d.out.printf("link: %s\n", cfg.HTTP)
+	} else {
+		d.out.printf("link: %s\n", link)
+	}
 	err := d.run(store)
 	d.report.Stats, _ = d.link.snapshot()
+	if cerr := d.link.close(); cerr != nil {
+		err = errors.Join(err, cerr)
+	} else if err == nil && cfg.HTTP != nil {
+		d.out.printf("shutdown: the server and the fault proxy stopped cleanly\n")
+	}
 	if err == nil {
 		err = d.out.err
 	}
 	return d.report, err
+}
+
+// A carrier takes the outbox's entries to the receiver: the simulated
+// link or the HTTP binding.
+type carrier interface {
+	outbox.Transport
+	// snapshot returns the counts so far and the first error the
+	// receiver answered, if any.
+	snapshot() (LinkStats, error)
+	// flush delivers what the carrier still holds back.
+	flush(ctx context.Context)
+	// close releases the carrier's resources.
+	close() error
 }
 
 // keepFinalized is the receiver's retention: the newest finalized
@@ -245,7 +294,7 @@ type run struct {
 	outbox    outbox.Store
 	writer    *outbox.Writer
 	publisher *outbox.Publisher
-	link      *lossyLink
+	link      carrier
 	report    Report
 }
 

@@ -70,6 +70,13 @@ type LinkStats struct {
 	Deliveries      int // messages that reached the receiver, duplicates and late ones included
 	Staged          int // receiver answers: staged
 	AlreadyReceived int // receiver answers: already_received
+
+	// Over the HTTP binding (Config.HTTP), what the fault proxy did to the
+	// answers, and the activations the server ran on a complete receipt.
+	Resets            int // answers lost to a connection reset
+	Cuts              int // answers cut midway
+	Delays            int // answers held back
+	ServerActivations int
 }
 
 // Errors the link gives the publisher for a lost message. The publisher
@@ -100,7 +107,7 @@ type heldMessage struct {
 	entry outbox.Entry
 }
 
-var _ outbox.Transport = (*lossyLink)(nil)
+var _ carrier = (*lossyLink)(nil)
 
 // Send implements outbox.Transport. The receiver's answer crosses the link
 // in its wire form: a receipt or a refusal, encoded and decoded again.
@@ -219,11 +226,20 @@ func activity(before, after LinkStats) string {
 	add(after.DroppedReceipts-before.DroppedReceipts, "receipt", " dropped")
 	add(after.Duplicated-before.Duplicated, "request", " duplicated")
 	add(after.Released-before.Released, "held-back request", " arrived")
+	add(after.Resets-before.Resets, "answer", " reset")
+	add(after.Cuts-before.Cuts, "answer", " cut midway")
+	add(after.Delays-before.Delays, "answer", " delayed")
+	if n := after.ServerActivations - before.ServerActivations; n > 0 {
+		parts = append(parts, "the server activated the snapshot on its complete receipt")
+	}
 	if len(parts) == 0 {
 		return "no losses"
 	}
 	return strings.Join(parts, ", ")
 }
+
+// close implements carrier: the link holds nothing.
+func (l *lossyLink) close() error { return nil }
 
 // snapshot returns the counters and the first receiver error.
 func (l *lossyLink) snapshot() (LinkStats, error) {

@@ -18,8 +18,13 @@ func (d *run) printReport() {
 	r, p := &d.report, d.out
 	s := r.Stats
 	p.printf("report\n")
-	p.printf("  link:       %s sent, %s dropped, %s dropped, %d duplicated, %d reordered (%d delivered after publishing ended)\n",
-		plural(s.Sent, "request"), plural(s.DroppedRequests, "request"), plural(s.DroppedReceipts, "receipt"), s.Duplicated, s.Reordered, s.Late)
+	if r.HTTP != nil {
+		p.printf("  link:       %s sent over HTTPS; the proxy reset %s after the server answered, cut %d midway, delayed %d\n",
+			plural(s.Sent, "request"), plural(s.Resets, "connection"), s.Cuts, s.Delays)
+	} else {
+		p.printf("  link:       %s sent, %s dropped, %s dropped, %d duplicated, %d reordered (%d delivered after publishing ended)\n",
+			plural(s.Sent, "request"), plural(s.DroppedRequests, "request"), plural(s.DroppedReceipts, "receipt"), s.Duplicated, s.Reordered, s.Late)
+	}
 	p.printf("  receiver:   %s: %d staged, %d already_received\n", plural(s.Deliveries, "delivery"), s.Staged, s.AlreadyReceived)
 	for i, c := range r.Cycles {
 		p.printf("  snapshot %d: revision %d %s: %s, %s; now %s\n",
