@@ -76,29 +76,24 @@ func (c *Chunk) Records() []*catalog.Record {
 	return c.lazy.records
 }
 
-// Entries returns the key and canonical bytes of each of the chunk's
-// records, in canonical order. For a chunk from DecodeStaged they are
-// kept, and the caller must not modify the slice; for the others, each
-// call derives them from Records.
-func (c *Chunk) Entries() []Entry {
-	if c.entries != nil {
-		return c.entries
-	}
-	recs := c.Records()
-	out := make([]Entry, len(recs))
-	for i, r := range recs {
-		out[i] = Entry{Key: r.Key(), Canonical: r.Canonical()}
-	}
-	return out
-}
-
-// recordCount returns the number of the chunk's records, without
-// materialising them when it kept their entries.
-func (c *Chunk) recordCount() int {
+// Len returns the number of the chunk's records, without materialising
+// them when the chunk kept their entries.
+func (c *Chunk) Len() int {
 	if c.entries != nil {
 		return len(c.entries)
 	}
 	return len(c.Records())
+}
+
+// Entry returns the key and canonical bytes of the chunk's record i, in
+// canonical order: kept by a chunk from DecodeStaged, read from Records
+// for the others.
+func (c *Chunk) Entry(i int) Entry {
+	if c.entries != nil {
+		return c.entries[i]
+	}
+	r := c.Records()[i]
+	return Entry{Key: r.Key(), Canonical: r.Canonical()}
 }
 
 // PayloadSHA256 returns the hash of the chunk's canonical body.

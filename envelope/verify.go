@@ -93,7 +93,7 @@ func (v *verifier) run(m *Manifest, chunks []*Chunk) {
 	total := 0
 	starts := make([]int, len(byIndex))
 	for i, c := range byIndex {
-		n := c.recordCount()
+		n := c.Len()
 		starts[i] = total
 		total += n
 		switch {

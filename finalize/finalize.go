@@ -248,7 +248,8 @@ func verifyStaged(s Snapshot, staged []StagedChunk) (*envelope.Snapshot, []Index
 	}
 	index := make([]IndexEntry, 0, snap.Manifest.RecordCount)
 	for _, c := range snap.Chunks {
-		for _, e := range c.Entries() {
+		for i := range c.Len() {
+			e := c.Entry(i)
 			index = append(index, IndexEntry{Key: e.Key, Digest: canonical.Sum(e.Canonical)})
 		}
 	}
@@ -358,23 +359,18 @@ func diff(old, cur []IndexEntry, snap *envelope.Snapshot) (put []Item, retire []
 // A recordCursor finds the records of a snapshot by their position in the
 // snapshot, for positions that never decrease.
 type recordCursor struct {
-	chunks  []*envelope.Chunk
-	entries []envelope.Entry // of chunks[c]
-	c       int              // the chunk holding record pos
-	first   int              // the position of that chunk's first record
+	chunks []*envelope.Chunk
+	c      int // the chunk holding record pos
+	first  int // the position of that chunk's first record
 }
 
 // at returns the canonical bytes of the record at position pos.
 func (rc *recordCursor) at(pos int) []byte {
-	if rc.entries == nil {
-		rc.entries = rc.chunks[0].Entries()
-	}
-	for pos-rc.first >= len(rc.entries) {
-		rc.first += len(rc.entries)
+	for pos-rc.first >= rc.chunks[rc.c].Len() {
+		rc.first += rc.chunks[rc.c].Len()
 		rc.c++
-		rc.entries = rc.chunks[rc.c].Entries()
 	}
-	return rc.entries[pos-rc.first].Canonical
+	return rc.chunks[rc.c].Entry(pos - rc.first).Canonical
 }
 
 // retainAfterActivation applies the opt-in retention policy.
