@@ -3,7 +3,6 @@ package catalog
 import (
 	"errors"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/yachtmemory/sourcecatalog"
@@ -64,21 +63,23 @@ const MaxProblems = 100
 // index of the record in records. Check runs in linear time plus a binary
 // search per observation.
 func Check(records []*Record) error {
-	return CheckKeys(len(records), func(i int) Key { return records[i].Key() })
+	keys := make([]Key, len(records))
+	for i, r := range records {
+		keys[i] = r.Key()
+	}
+	return CheckKeys(keys)
 }
 
-// CheckKeys is Check for n records known by their keys alone: key(i)
-// returns the key of the record at index i. The integrity rules read
-// nothing else of a record.
-func CheckKeys(n int, key func(i int) Key) error {
-	c := checker{n: n, key: key}
+// CheckKeys is Check for records known by their keys alone: the integrity
+// rules read nothing else of a record.
+func CheckKeys(keys []Key) error {
+	c := checker{keys: keys}
 	c.run()
 	return c.err()
 }
 
 type checker struct {
-	n        int
-	key      func(i int) Key
+	keys     []Key
 	problems []error
 	dropped  int
 }
@@ -106,9 +107,10 @@ func (c *checker) err() error {
 
 func (c *checker) run() {
 	// Order and uniqueness; the order also splits the three sections.
-	for i := 1; i < c.n; i++ {
-		a, b := c.key(i-1), c.key(i)
-		switch d := a.Compare(b); {
+	keys := c.keys
+	for i := 1; i < len(keys); i++ {
+		a, b := &keys[i-1], &keys[i]
+		switch d := a.Compare(*b); {
 		case d == 0 && b.Kind == KindPath:
 			c.add(i, "path", "duplicate path")
 		case d == 0 && b.Kind == KindSource:
@@ -129,33 +131,33 @@ func (c *checker) run() {
 
 	// Every path has an observation and every observation a path: a merge of
 	// two sorted runs. Duplicates were reported above and are skipped here.
-	path := func(i int) string { return c.key(i).Path }
 	p, o := 0, sources
-	for p < paths || o < c.n {
+	for p < paths || o < len(keys) {
 		switch {
-		case o >= c.n || p < paths && path(p) < path(o):
+		case o >= len(keys) || p < paths && keys[p].Path < keys[o].Path:
 			c.add(p, "path", "path has no observation")
-		case p >= paths || path(o) < path(p):
+		case p >= paths || keys[o].Path < keys[p].Path:
 			c.add(o, "path", "observation of a path with no path record")
-			for o++; o < c.n && path(o) == path(o-1); o++ {
+			for o++; o < len(keys) && keys[o].Path == keys[o-1].Path; o++ {
 			}
 			continue
 		default:
-			for o < c.n && path(o) == path(p) {
+			for o < len(keys) && keys[o].Path == keys[p].Path {
 				o++
 			}
 		}
-		for p++; p < paths && path(p) == path(p-1); p++ {
+		for p++; p < paths && keys[p].Path == keys[p-1].Path; p++ {
 		}
 	}
 
 	// Every observation's source exists; every source is referenced.
-	ref := func(i int) string { return c.key(i).SourceRef }
-	referenced := make([]bool, sources-paths)
-	for i := sources; i < c.n; i++ {
-		r := ref(i)
-		k := sort.Search(len(referenced), func(k int) bool { return ref(paths+k) >= r })
-		if k == len(referenced) || ref(paths+k) != r {
+	srcs := keys[paths:sources]
+	referenced := make([]bool, len(srcs))
+	for i := sources; i < len(keys); i++ {
+		k, found := slices.BinarySearchFunc(srcs, keys[i].SourceRef, func(s Key, ref string) int {
+			return strings.Compare(s.SourceRef, ref)
+		})
+		if !found {
 			c.add(i, "source_ref", "observation of an unknown source")
 			continue
 		}
@@ -164,7 +166,7 @@ func (c *checker) run() {
 	for k, ok := range referenced {
 		// A duplicate source_ref was reported above; the search only ever
 		// marks the first of equal neighbours, so skip the rest.
-		if !ok && (k == 0 || ref(paths+k) != ref(paths+k-1)) {
+		if !ok && (k == 0 || srcs[k].SourceRef != srcs[k-1].SourceRef) {
 			c.add(paths+k, "source_ref", "source not referenced by any observation")
 		}
 	}
@@ -173,8 +175,8 @@ func (c *checker) run() {
 // sortedLoose reports whether the records are sorted allowing equal
 // neighbours, which is enough to split them into the three kind sections.
 func (c *checker) sortedLoose() bool {
-	for i := 1; i < c.n; i++ {
-		if c.key(i-1).Compare(c.key(i)) > 0 {
+	for i := 1; i < len(c.keys); i++ {
+		if c.keys[i-1].Compare(c.keys[i]) > 0 {
 			return false
 		}
 	}
@@ -184,7 +186,7 @@ func (c *checker) sortedLoose() bool {
 // runEnd returns the end of the run of kind records starting at from.
 func (c *checker) runEnd(from int, kind Kind) int {
 	end := from
-	for end < c.n && c.key(end).Kind == kind {
+	for end < len(c.keys) && c.keys[end].Kind == kind {
 		end++
 	}
 	return end

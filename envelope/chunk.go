@@ -30,9 +30,12 @@ type Chunk struct {
 	// A chunk from Build or DecodeSnapshot holds its records. One from
 	// DecodeChunk or DecodeStaged holds none, only lazy, which decodes
 	// them from canon on first use; one from DecodeStaged also holds each
-	// record's Entry.
+	// record's key and canonical bytes, in keys and bytes. Those are parts
+	// of arrays shared by the chunks decoded together, in the order
+	// decoded: their capacity extends to the arrays' end.
 	records []*catalog.Record
-	entries []Entry
+	keys    []catalog.Key
+	bytes   [][]byte
 	lazy    *lazyRecords
 }
 
@@ -42,8 +45,8 @@ type lazyRecords struct {
 	records []*catalog.Record
 }
 
-// An Entry is one record of a chunk as DecodeStaged keeps it: its key and
-// canonical bytes, without the catalog.Record.
+// An Entry is one record of a chunk known by its key and canonical bytes,
+// as DecodeStaged keeps it, without the catalog.Record.
 type Entry struct {
 	Key       catalog.Key
 	Canonical []byte
@@ -79,8 +82,8 @@ func (c *Chunk) Records() []*catalog.Record {
 // Len returns the number of the chunk's records, without materialising
 // them when the chunk kept their entries.
 func (c *Chunk) Len() int {
-	if c.entries != nil {
-		return len(c.entries)
+	if c.keys != nil {
+		return len(c.keys)
 	}
 	return len(c.Records())
 }
@@ -89,8 +92,8 @@ func (c *Chunk) Len() int {
 // canonical order: kept by a chunk from DecodeStaged, read from Records
 // for the others.
 func (c *Chunk) Entry(i int) Entry {
-	if c.entries != nil {
-		return c.entries[i]
+	if c.keys != nil {
+		return Entry{Key: c.keys[i], Canonical: c.bytes[i]}
 	}
 	r := c.Records()[i]
 	return Entry{Key: r.Key(), Canonical: r.Canonical()}
@@ -190,7 +193,10 @@ func DecodeChunk(raw []byte) (*Chunk, error) {
 type chunkDecoder struct {
 	inPlace bool
 	keep    keep
-	entries []Entry // with keepEntries, non-nil: every chunk's, in the order decoded
+	// With keepEntries, non-nil: every chunk's keys and record bytes, in
+	// the order decoded.
+	keys  []catalog.Key
+	bytes [][]byte
 }
 
 // keep says what decoding a chunk keeps of its records.
@@ -287,11 +293,11 @@ func (d *chunkDecoder) readRecords(c *Chunk) error {
 		c.records, err = catalog.DecodeCanonicalList(b, sourcecatalog.MaxRecordsPerChunk)
 		return err
 	case keepEntries:
-		start := len(d.entries)
+		start := len(d.keys)
 		_, err = catalog.ScanCanonicalList(b, sourcecatalog.MaxRecordsPerChunk, func(r *catalog.Record) {
-			d.entries = append(d.entries, Entry{Key: r.Key(), Canonical: r.Canonical()})
+			d.keys, d.bytes = append(d.keys, r.Key()), append(d.bytes, r.Canonical())
 		})
-		c.entries = d.entries[start:len(d.entries):len(d.entries)]
+		c.keys, c.bytes = d.keys[start:], d.bytes[start:]
 	default:
 		_, err = catalog.ScanCanonicalList(b, sourcecatalog.MaxRecordsPerChunk, nil)
 	}

@@ -26,6 +26,7 @@ func TestDecodeStagedAgreesWithDecodeSnapshot(t *testing.T) {
 	s := fiveChunks(t, input(makeCatalog(t, 200, 3, nil)))
 	add("valid", s.Manifest, s.Chunks)
 	add("valid, any order", s.Manifest, []*Chunk{s.Chunks[3], s.Chunks[0], s.Chunks[4], s.Chunks[2], s.Chunks[1]})
+	add("valid, chunk 0 first", s.Manifest, []*Chunk{s.Chunks[0], s.Chunks[2], s.Chunks[1], s.Chunks[4], s.Chunks[3]})
 	add("missing chunk", s.Manifest, s.Chunks[1:])
 	swapped := slices.Clone(sorted)
 	swapped[199], swapped[200] = swapped[200], swapped[199]

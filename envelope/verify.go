@@ -111,7 +111,7 @@ func (v *verifier) run(m *Manifest, chunks []*Chunk) {
 	if total != m.RecordCount {
 		v.add(integrity("the chunks hold " + strconv.Itoa(total) + " records, the manifest says " + strconv.Itoa(m.RecordCount)).AtField("record_count"))
 	}
-	for _, p := range sourcecatalog.Problems(catalog.CheckKeys(total, recordKeys(byIndex, total))) {
+	for _, p := range sourcecatalog.Problems(catalog.CheckKeys(recordKeys(byIndex, total))) {
 		if p.Record != sourcecatalog.NoIndex {
 			c := sort.SearchInts(starts, p.Record+1) - 1
 			p = p.InChunk(c).AtRecord(p.Record - starts[c])
@@ -123,24 +123,38 @@ func (v *verifier) run(m *Manifest, chunks []*Chunk) {
 	}
 }
 
-// recordKeys returns the key of each record of chunks, which hold total
-// records, by its position across them. It reads the entries the chunks
-// kept when they all did, and their records otherwise.
-func recordKeys(chunks []*Chunk, total int) func(i int) catalog.Key {
-	if !slices.ContainsFunc(chunks, func(c *Chunk) bool { return c.entries == nil }) {
-		all := make([]*Entry, 0, total)
-		for _, c := range chunks {
-			for k := range c.entries {
-				all = append(all, &c.entries[k])
+// recordKeys returns the keys of the records of chunks, which hold total
+// records, in order. When the chunks kept their keys one after the other
+// in one array, as DecodeStaged does for chunks staged in index order, that
+// array is returned, not a copy.
+func recordKeys(chunks []*Chunk, total int) []catalog.Key {
+	if total > 0 && keptInOrder(chunks) && cap(chunks[0].keys) >= total {
+		return chunks[0].keys[:total]
+	}
+	keys := make([]catalog.Key, 0, total)
+	for _, c := range chunks {
+		for i := range c.Len() {
+			keys = append(keys, c.Entry(i).Key)
+		}
+	}
+	return keys
+}
+
+// keptInOrder reports whether every chunk kept its keys, each chunk's
+// right after the previous one's in the same array.
+func keptInOrder(chunks []*Chunk) bool {
+	for i, c := range chunks {
+		if len(c.keys) == 0 {
+			return false
+		}
+		if i > 0 {
+			p := chunks[i-1].keys
+			if len(p) == cap(p) || &p[:len(p)+1][len(p)] != &c.keys[0] {
+				return false
 			}
 		}
-		return func(i int) catalog.Key { return all[i].Key }
 	}
-	all := make([]*catalog.Record, 0, total)
-	for _, c := range chunks {
-		all = append(all, c.Records()...)
-	}
-	return func(i int) catalog.Key { return all[i].Key() }
+	return true
 }
 
 // DecodeSnapshot decodes a manifest and its chunk messages, in any order,
@@ -160,8 +174,8 @@ func DecodeSnapshot(manifest []byte, chunks [][]byte) (*Snapshot, error) {
 // record's Entry, not its catalog.Record, which Records materialises on
 // demand.
 func DecodeStaged(manifest []byte, chunks [][]byte) (*Snapshot, error) {
-	d := &chunkDecoder{inPlace: true, keep: keepEntries}
-	d.entries = make([]Entry, 0, min(sourcecatalog.MaxRecords, len(chunks)*sourcecatalog.MaxRecordsPerChunk))
+	n := min(sourcecatalog.MaxRecords, len(chunks)*sourcecatalog.MaxRecordsPerChunk)
+	d := &chunkDecoder{inPlace: true, keep: keepEntries, keys: make([]catalog.Key, 0, n), bytes: make([][]byte, 0, n)}
 	return decodeSnapshot(manifest, chunks, d)
 }
 
