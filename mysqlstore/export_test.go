@@ -61,3 +61,6 @@ func EndOutboxTransactions(o *Outbox, point hookPoint, n int) { EndTransactions(
 
 // Wrap is wrap: an error of the named operation, classed.
 var Wrap = wrap
+
+// Inline is inline: a statement with its arguments written as literals.
+var Inline = inline

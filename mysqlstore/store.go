@@ -330,7 +330,7 @@ func (s *Store) transact(ctx context.Context, table string, vessel []byte, body 
 	var gtid string
 	held := func() error {
 		var got int64
-		err := conn.QueryRowContext(ctx, check, vessel).Scan(&got, &gtid)
+		err := conn.QueryRowContext(ctx, inline(check, vessel)).Scan(&got, &gtid)
 		if err == nil && got != token || errors.Is(err, sql.ErrNoRows) {
 			err = ErrTransactionLost // the token, or the row this transaction made, is gone
 		}
@@ -380,14 +380,14 @@ func (s *Store) runHook(ctx context.Context, point hookPoint, q querier) {
 // previous one, a 2⁻⁶³ chance, changes no row and fails the call.)
 func lockRow(ctx context.Context, q querier, table string, vessel []byte, token int64) error {
 	for range 2 {
-		res, err := q.ExecContext(ctx, "UPDATE "+table+" SET lock_token = ? WHERE vessel_id = ?", token, vessel)
+		res, err := q.ExecContext(ctx, inline("UPDATE "+table+" SET lock_token = ? WHERE vessel_id = ?", token, vessel))
 		if err != nil {
 			return err
 		}
 		if n, err := res.RowsAffected(); err != nil || n == 1 {
 			return err
 		}
-		if _, err := q.ExecContext(ctx, "INSERT IGNORE INTO "+table+" (vessel_id) VALUES (?)", vessel); err != nil {
+		if _, err := q.ExecContext(ctx, inline("INSERT IGNORE INTO "+table+" (vessel_id) VALUES (?)", vessel)); err != nil {
 			return err
 		}
 	}

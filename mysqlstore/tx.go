@@ -70,7 +70,7 @@ func (t *tx) readVessel(ctx context.Context) error {
 	var snap, doc []byte
 	var sec sql.NullInt64
 	var nsec sql.NullInt32
-	err := t.tx.QueryRowContext(ctx, `SELECT active_snapshot_id, active_revision,
+	err := t.queryRow(ctx, `SELECT active_snapshot_id, active_revision,
 		active_discovered_at_sec, active_discovered_at_nsec, active_document_sha256
 		FROM `+vesselsTable+` WHERE vessel_id = ?`, t.vessel).Scan(&snap, &t.state.ActiveRevision, &sec, &nsec, &doc)
 	if err != nil {
@@ -112,7 +112,7 @@ func (t *tx) SetVessel(ctx context.Context, v finalize.VesselState) error {
 		snap, doc = v.ActiveSnapshot[:], v.ActiveDocument[:]
 		sec, nsec = unixTime(v.ActiveDiscoveredAt)
 	}
-	_, err := t.tx.ExecContext(ctx, `UPDATE signalk_catalog_vessels_v2
+	_, err := t.exec(ctx, `UPDATE signalk_catalog_vessels_v2
 		SET active_snapshot_id = ?, active_revision = ?, active_discovered_at_sec = ?, active_discovered_at_nsec = ?,
 		active_document_sha256 = ? WHERE vessel_id = ?`, snap, v.ActiveRevision, sec, nsec, doc, t.vessel)
 	if err != nil {
@@ -174,7 +174,7 @@ func (t *tx) readSnapshots(ctx context.Context) error {
 	if t.snapsRead {
 		return ctx.Err()
 	}
-	rows, err := t.tx.QueryContext(ctx, `SELECT `+snapshotColumns+` FROM signalk_catalog_snapshots_v2
+	rows, err := t.query(ctx, `SELECT `+snapshotColumns+` FROM signalk_catalog_snapshots_v2
 		WHERE vessel_id = ?`, t.vessel)
 	if err != nil {
 		return wrap("read snapshots", err)
@@ -201,7 +201,7 @@ func (t *tx) PutSnapshot(ctx context.Context, s finalize.Snapshot) error {
 	if s.Manifest != nil {
 		manifest, digest = s.Manifest, s.ManifestDigest[:]
 	}
-	_, err := t.tx.ExecContext(ctx, `INSERT INTO signalk_catalog_snapshots_v2
+	_, err := t.exec(ctx, `INSERT INTO signalk_catalog_snapshots_v2
 		(vessel_id, `+snapshotColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON DUPLICATE KEY UPDATE revision = VALUES(revision), state = VALUES(state),
 		final_status = VALUES(final_status), manifest = VALUES(manifest),
@@ -244,10 +244,10 @@ func boundReason(s string) string {
 
 func (t *tx) DeleteSnapshot(ctx context.Context, id uuid.UUID) error {
 	t.check()
-	if _, err := t.tx.ExecContext(ctx, `DELETE FROM signalk_catalog_chunks_v2 WHERE vessel_id = ? AND snapshot_id = ?`, t.vessel, id[:]); err != nil {
+	if _, err := t.exec(ctx, `DELETE FROM signalk_catalog_chunks_v2 WHERE vessel_id = ? AND snapshot_id = ?`, t.vessel, id[:]); err != nil {
 		return wrap("delete chunks", err)
 	}
-	if _, err := t.tx.ExecContext(ctx, `DELETE FROM signalk_catalog_snapshots_v2 WHERE vessel_id = ? AND snapshot_id = ?`, t.vessel, id[:]); err != nil {
+	if _, err := t.exec(ctx, `DELETE FROM signalk_catalog_snapshots_v2 WHERE vessel_id = ? AND snapshot_id = ?`, t.vessel, id[:]); err != nil {
 		return wrap("delete snapshot", err)
 	}
 	if i := t.snapshotAt(id); i >= 0 {
@@ -260,7 +260,7 @@ func (t *tx) Chunk(ctx context.Context, snapshot uuid.UUID, index int) (finalize
 	t.check()
 	c := finalize.StagedChunk{Snapshot: snapshot, Index: index}
 	var digest []byte
-	err := t.tx.QueryRowContext(ctx, `SELECT payload_sha256, chunk_canonical FROM signalk_catalog_chunks_v2
+	err := t.queryRow(ctx, `SELECT payload_sha256, chunk_canonical FROM signalk_catalog_chunks_v2
 		WHERE vessel_id = ? AND snapshot_id = ? AND chunk_index = ?`, t.vessel, snapshot[:], index).Scan(&digest, &c.Canonical)
 	if errors.Is(err, sql.ErrNoRows) {
 		return c, sourcecatalog.ErrNotFound
@@ -271,7 +271,7 @@ func (t *tx) Chunk(ctx context.Context, snapshot uuid.UUID, index int) (finalize
 
 func (t *tx) Chunks(ctx context.Context, snapshot uuid.UUID) ([]finalize.StagedChunk, error) {
 	t.check()
-	rows, err := t.tx.QueryContext(ctx, `SELECT chunk_index, payload_sha256, chunk_canonical FROM signalk_catalog_chunks_v2
+	rows, err := t.query(ctx, `SELECT chunk_index, payload_sha256, chunk_canonical FROM signalk_catalog_chunks_v2
 		WHERE vessel_id = ? AND snapshot_id = ? ORDER BY chunk_index`, t.vessel, snapshot[:])
 	if err != nil {
 		return nil, wrap("read chunks", err)
@@ -301,7 +301,7 @@ func (t *tx) PutChunk(ctx context.Context, c finalize.StagedChunk) error {
 func (t *tx) Index(ctx context.Context) ([]finalize.IndexEntry, error) {
 	t.check()
 	var blob []byte
-	err := t.tx.QueryRowContext(ctx, `SELECT entries FROM signalk_catalog_index_v2 WHERE vessel_id = ?`, t.vessel).Scan(&blob)
+	err := t.queryRow(ctx, `SELECT entries FROM signalk_catalog_index_v2 WHERE vessel_id = ?`, t.vessel).Scan(&blob)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -491,7 +491,7 @@ func (t *tx) Items(ctx context.Context) ([]finalize.Item, error) {
 		case catalog.KindObservation:
 			idCols = "path, source_ref"
 		}
-		rows, err := t.tx.QueryContext(ctx, "SELECT "+idCols+`, record, first_seen_revision, first_seen_at_sec, first_seen_at_nsec,
+		rows, err := t.query(ctx, "SELECT "+idCols+`, record, first_seen_revision, first_seen_at_sec, first_seen_at_nsec,
 			last_seen_revision, last_seen_at_sec, last_seen_at_nsec, currently_observed FROM `+tbl.table+` WHERE vessel_id = ?`, t.vessel)
 		if err != nil {
 			return nil, wrap("read items", err)
@@ -516,4 +516,18 @@ func (t *tx) Items(ctx context.Context) ([]finalize.Item, error) {
 		}
 	}
 	return out, nil
+}
+
+// exec, query and queryRow run a statement of the transaction with its
+// arguments written in as literals (see inline).
+func (t *tx) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return t.tx.ExecContext(ctx, inline(query, args...))
+}
+
+func (t *tx) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return t.tx.QueryContext(ctx, inline(query, args...))
+}
+
+func (t *tx) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
+	return t.tx.QueryRowContext(ctx, inline(query, args...))
 }
