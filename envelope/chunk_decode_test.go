@@ -42,10 +42,19 @@ func checkChunk(t testing.TB, in []byte) bool {
 	if err != nil || !reflect.DeepEqual(c, again) {
 		t.Fatalf("canonical %q decodes to %v, %v", c.Canonical(), again, err)
 	}
-	for _, r := range c.records {
-		if rc := r.Canonical(); cap(rc) != len(rc) || !within(rc, c.canon) {
+	var joined []byte
+	for i, r := range c.Records() {
+		rc := r.Canonical()
+		if cap(rc) != len(rc) || !within(rc, c.canon) {
 			t.Fatalf("record %q is not a view of the chunk's bytes", rc)
 		}
+		if i > 0 {
+			joined = append(joined, ',')
+		}
+		joined = append(joined, rc...)
+	}
+	if string(joined) != string(c.canon[c.recStart:c.recEnd]) {
+		t.Fatalf("records %q are not the chunk's records array %q", joined, c.canon[c.recStart:c.recEnd])
 	}
 	return true
 }
