@@ -151,17 +151,24 @@ func (c *checker) run() {
 	}
 
 	// Every observation's source exists; every source is referenced.
+	// Neighbouring observations often share a source: the last one found
+	// is tried before a search.
 	srcs := keys[paths:sources]
 	referenced := make([]bool, len(srcs))
+	last := -1
 	for i := sources; i < len(keys); i++ {
-		k, found := slices.BinarySearchFunc(srcs, keys[i].SourceRef, func(s Key, ref string) int {
-			return strings.Compare(s.SourceRef, ref)
-		})
-		if !found {
-			c.add(i, "source_ref", "observation of an unknown source")
-			continue
+		ref := keys[i].SourceRef
+		if last < 0 || srcs[last].SourceRef != ref {
+			k, found := slices.BinarySearchFunc(srcs, ref, func(s Key, ref string) int {
+				return strings.Compare(s.SourceRef, ref)
+			})
+			if !found {
+				c.add(i, "source_ref", "observation of an unknown source")
+				continue
+			}
+			last = k
 		}
-		referenced[k] = true
+		referenced[last] = true
 	}
 	for k, ok := range referenced {
 		// A duplicate source_ref was reported above; the search only ever
