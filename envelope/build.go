@@ -79,9 +79,10 @@ func Build(in Input, opts ...Option) (*Snapshot, error) {
 		}
 	}
 	s := sortForBuild(in.Records)
-	// The integrity check runs beside the chunking; its verdict comes first.
+	// The integrity check runs beside the chunking, over the keys the sort
+	// copied; its verdict comes first.
 	checked := make(chan error, 1)
-	go func() { checked <- catalog.Check(s.records) }()
+	go func() { checked <- s.check() }()
 	h := newChunkHeader(m.VesselID, m.SnapshotID, m.Revision)
 	chunks, doc, err := cutAndDigest(h, &s, cfg.wrapper)
 	if err := <-checked; err != nil {

@@ -22,19 +22,53 @@ type sortedRecords struct {
 	records []*catalog.Record
 	order   []int32  // order[k] is the input position of records[k]
 	canon   [][]byte // canon[k] is records[k].Canonical()
+	// keys[i] is the key of the record at input position i, until check
+	// puts them in canonical order: one contiguous array the integrity
+	// check reads instead of the records.
+	keys []catalog.Key
+}
+
+// check puts s.keys in canonical order and checks the records' integrity
+// over them (catalog.CheckKeys), reporting records by sorted position.
+func (s *sortedRecords) check() error {
+	permute(s.keys, s.order)
+	return catalog.CheckKeys(s.keys)
+}
+
+// permute puts keys in the order order gives, in place: keys[k] becomes
+// the key that was at keys[order[k]]. It follows the cycles of the
+// permutation, moving each key once.
+func permute(keys []catalog.Key, order []int32) {
+	done := make([]uint64, (len(keys)+63)/64)
+	for k := range keys {
+		if done[k/64]&(1<<(k%64)) != 0 {
+			continue
+		}
+		first := keys[k]
+		for j := k; ; {
+			done[j/64] |= 1 << (j % 64)
+			from := int(order[j])
+			if from == k {
+				keys[j] = first
+				break
+			}
+			keys[j], j = keys[from], from
+		}
+	}
 }
 
 // sortForBuild sorts records as sortRecords does and gathers their
 // canonical bytes, so that cutting and assembling chunks reads one
 // contiguous array instead of every record.
 //
-// The sort reads each record once, in input order, copying its kind and
-// path into a contiguous key arena; it then sorts 16-byte entries holding
-// eight key bytes at a time (a multikey MSD radix sort), so records whose
-// paths share long prefixes cost a few passes over contiguous memory instead
-// of a comparison per pair that chases two scattered strings. Reading the
-// records and the radix buckets of long runs are split across up to
-// GOMAXPROCS goroutines; the result does not depend on how.
+// The sort reads each record once, in input order, copying its key into a
+// contiguous array (the strings' bytes stay where they are); it then sorts
+// 16-byte entries holding eight key bytes at a time (a multikey MSD radix
+// sort), so records whose paths share long prefixes cost a few passes over
+// contiguous memory instead of a comparison per pair that chases two
+// scattered records. Reading the records and the radix buckets of long runs
+// are split across up to GOMAXPROCS goroutines; the result does not depend
+// on how. The keys serve the integrity check afterwards (check).
 func sortForBuild(in []*catalog.Record) sortedRecords {
 	out := sortedRecords{
 		records: make([]*catalog.Record, len(in)),
@@ -43,12 +77,14 @@ func sortForBuild(in []*catalog.Record) sortedRecords {
 	}
 	if catalog.IsSorted(in) {
 		copy(out.records, in)
+		out.keys = make([]catalog.Key, len(in))
 		for k, r := range in {
-			out.order[k], out.canon[k] = int32(k), r.Canonical()
+			out.order[k], out.canon[k], out.keys[k] = int32(k), r.Canonical(), r.Key()
 		}
 		return out
 	}
 	s, canon := newKeySorter(in)
+	out.keys = s.keys
 	s.radix(s.entries, s.scratch, 0, 0)
 	inParallel(len(in), partsFor(len(in)), func(_, lo, hi int) {
 		for k := lo; k < hi; k++ {
@@ -59,19 +95,15 @@ func sortForBuild(in []*catalog.Record) sortedRecords {
 	return out
 }
 
-// A keySorter holds the sort keys of records. Record i's key has two
-// components: its kind byte followed by its path, arena[offs[i]:offs[i+1]],
-// and its source_ref, read from the record itself. Comparing the components
-// in turn, bytewise, then the input position, is exactly catalog.Compare
-// with input order as the tie-break: the kind byte orders the kinds as
-// catalog.Kind does, and a fixed-length prefix keeps bytewise order.
-//
-// The source_ref is not copied: only records of the same kind and path
-// need it, which in a valid catalog are the sources alone.
+// A keySorter holds the sort keys of records: keys[i] is record i's. A key
+// has two components: its kind byte followed by its path, and its
+// source_ref.
+// Comparing the components in turn, bytewise, then the input position, is
+// exactly catalog.Compare with input order as the tie-break: the kind byte
+// orders the kinds as catalog.Kind does, and a fixed-length prefix keeps
+// bytewise order.
 type keySorter struct {
-	in      []*catalog.Record
-	arena   string
-	offs    []uint32
+	keys    []catalog.Key
 	entries []sortEntry
 	scratch []sortEntry   // as long as entries, for the radix passes
 	workers chan struct{} // a token for each goroutine radixParallel may add
@@ -88,12 +120,32 @@ type sortEntry struct {
 
 const more = 9 // sortEntry.n of a component that goes on past the word
 
-// key returns component comp (0 or 1) of record i's key.
-func (s *keySorter) key(i int32, comp int) string {
-	if comp == 0 {
-		return s.arena[s.offs[i]:s.offs[i+1]]
+// word returns word(component comp of record i's key, depth).
+func (s *keySorter) word(i int32, comp, depth int) (uint64, int32) {
+	k := &s.keys[i]
+	switch {
+	case comp == 1:
+		return word(k.SourceRef, depth)
+	case depth > 0:
+		return word(k.Path, depth-1)
 	}
-	return s.in[i].SourceRef()
+	w, n := word(k.Path, 0)
+	return uint64(k.Kind)<<56 | w>>8, min(n+1, more)
+}
+
+// compareFrom compares component comp of records a and b from depth on.
+func (s *keySorter) compareFrom(a, b int32, comp, depth int) int {
+	ka, kb := &s.keys[a], &s.keys[b]
+	if comp == 1 {
+		return strings.Compare(ka.SourceRef[depth:], kb.SourceRef[depth:])
+	}
+	if depth == 0 {
+		if ka.Kind != kb.Kind {
+			return cmp.Compare(ka.Kind, kb.Kind)
+		}
+		depth = 1
+	}
+	return strings.Compare(ka.Path[depth-1:], kb.Path[depth-1:])
 }
 
 // smallRun is the run length below which entries are sorted by insertion
@@ -105,7 +157,7 @@ const smallRun = 16
 // es.
 func (s *keySorter) sort(es, tmp []sortEntry, comp, depth int) {
 	for k := range es {
-		es[k].w, es[k].n = word(s.key(es[k].i, comp), depth)
+		es[k].w, es[k].n = s.word(es[k].i, comp, depth)
 	}
 	s.radix(es, tmp, comp, depth)
 }
@@ -225,7 +277,7 @@ func (s *keySorter) tie(es, tmp []sortEntry, comp int) {
 // before comp and on the first depth bytes of component comp.
 func (s *keySorter) compare(a, b int32, comp, depth int) int {
 	for ; comp < 2; comp, depth = comp+1, 0 {
-		if c := strings.Compare(s.key(a, comp)[depth:], s.key(b, comp)[depth:]); c != 0 {
+		if c := s.compareFrom(a, b, comp, depth); c != 0 {
 			return c
 		}
 	}

@@ -2,7 +2,6 @@ package envelope
 
 import (
 	"runtime"
-	"strings"
 	"sync"
 
 	"github.com/yachtmemory/sourcecatalog/catalog"
@@ -38,65 +37,25 @@ func inParallel(n, parts int, f func(p, lo, hi int)) {
 // reads the records on up to GOMAXPROCS goroutines.
 func newKeySorter(in []*catalog.Record) (*keySorter, [][]byte) {
 	s := &keySorter{
-		in:      in,
-		offs:    make([]uint32, len(in)+1),
+		keys:    make([]catalog.Key, len(in)),
 		entries: make([]sortEntry, len(in)),
 		scratch: make([]sortEntry, len(in)),
 		workers: make(chan struct{}, runtime.GOMAXPROCS(0)-1),
 	}
 	canon := make([][]byte, len(in))
-	arenas := make([]string, partsFor(len(in)))
-	inParallel(len(in), len(arenas), func(p, lo, hi int) { arenas[p] = s.loadKeys(lo, hi, canon) })
-	s.joinArenas(arenas)
+	inParallel(len(in), partsFor(len(in)), func(_, lo, hi int) { s.loadKeys(in, lo, hi, canon) })
 	return s, canon
 }
 
-// loadKeys copies the keys of in[lo:hi] into an arena of their own, sets
-// offs[lo+1:hi+1] relative to it, loads the entries' first words and
-// gathers the records' canonical bytes.
-func (s *keySorter) loadKeys(lo, hi int, canon [][]byte) string {
-	var arena strings.Builder
-	arena.Grow(48 * (hi - lo))
+// loadKeys copies the keys of in[lo:hi], loads the entries' first words
+// and gathers the records' canonical bytes.
+func (s *keySorter) loadKeys(in []*catalog.Record, lo, hi int, canon [][]byte) {
 	for i := lo; i < hi; i++ {
-		r := s.in[i]
-		arena.WriteByte(byte(r.Kind()))
-		arena.WriteString(r.PathName())
-		s.offs[i+1] = uint32(arena.Len())
-		canon[i] = r.Canonical()
-	}
-	keys := arena.String()
-	start := 0
-	for i := lo; i < hi; i++ {
-		end := int(s.offs[i+1])
-		w, n := word(keys[start:end], 0)
+		r := in[i]
+		s.keys[i], canon[i] = r.Key(), r.Canonical()
+		w, n := s.word(int32(i), 0, 0)
 		s.entries[i] = sortEntry{w: w, n: n, i: int32(i)}
-		start = end
 	}
-	return keys
-}
-
-// joinArenas makes the arenas of the parts of inParallel(len(s.in),
-// len(arenas), ...) one, rebasing each part's offsets onto it.
-func (s *keySorter) joinArenas(arenas []string) {
-	if len(arenas) == 1 {
-		s.arena = arenas[0]
-		return
-	}
-	size := 0
-	for _, a := range arenas {
-		size += len(a)
-	}
-	var all strings.Builder
-	all.Grow(size)
-	n, parts := len(s.in), len(arenas)
-	for p, a := range arenas {
-		base := uint32(all.Len())
-		for i := p*n/parts + 1; i <= (p+1)*n/parts; i++ {
-			s.offs[i] += base
-		}
-		all.WriteString(a)
-	}
-	s.arena = all.String()
 }
 
 // radixParallel is radix for a long run: its buckets are sorted on other
