@@ -2,8 +2,8 @@ package canonical
 
 import (
 	"math"
-	"math/bits"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 	"unsafe"
 
@@ -55,7 +55,7 @@ func appendEscapedByte(dst []byte, c byte) []byte {
 }
 
 // EscapedLen returns the number of bytes AppendString adds for s, quotes
-// included. It reads eight bytes at a time.
+// included, without writing them.
 func EscapedLen[T string | []byte](s T) int {
 	var str string
 	switch v := any(s).(type) {
@@ -68,37 +68,66 @@ func EscapedLen[T string | []byte](s T) int {
 }
 
 const (
-	ones  = 0x0101010101010101
 	highs = 0x8080808080808080
 	lows  = 0x7f7f7f7f7f7f7f7f
 )
 
-// zeroBytes has the high bit set in exactly the zero bytes of v.
-func zeroBytes(v uint64) uint64 { return ^((v&lows + lows) | v | lows) }
-
-// escapeExtra returns how many bytes escaping adds to s.
+// escapeExtra returns how many bytes escaping adds to s: one for each
+// quotation mark and reverse solidus, counted by strings.Count, which uses
+// vector instructions, and one or five for each control character, which a
+// pass over blocks of s looks for eight bytes at a time.
 func escapeExtra(s string) int {
-	extra, i := 0, 0
-	for ; i+8 <= len(s); i += 8 {
-		w := s[i : i+8]
-		v := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
-			uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
-		control := ^((v&lows + 0x6060606060606060) | v) & highs // bytes below 0x20
-		if control != 0 {
-			extra += escapeExtraSlow(s[i : i+8])
-			continue
+	extra := strings.Count(s, `"`) + strings.Count(s, `\`)
+	const block = 256
+	for len(s) > 0 {
+		b := s[:min(block, len(s))]
+		s = s[len(b):]
+		if hasControl(b) {
+			extra += controlExtra(b)
 		}
-		extra += bits.OnesCount64(zeroBytes(v^('"'*ones)) | zeroBytes(v^('\\'*ones)))
 	}
-	return extra + escapeExtraSlow(s[i:])
+	return extra
 }
 
-func escapeExtraSlow(s string) int {
+// hasControl reports whether s has a byte below 0x20.
+func hasControl(s string) bool {
+	var control uint64
+	for len(s) >= 32 {
+		a, b := le64(s[0:8]), le64(s[8:16])
+		c, d := le64(s[16:24]), le64(s[24:32])
+		control |= below20(a) | below20(b) | below20(c) | below20(d)
+		s = s[32:]
+	}
+	for ; len(s) >= 8; s = s[8:] {
+		control |= below20(le64(s[:8]))
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 {
+			return true
+		}
+	}
+	return control != 0
+}
+
+// le64 returns the first eight bytes of s, little-endian.
+func le64(s string) uint64 {
+	_ = s[7]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+}
+
+// below20 has the high bit set in the bytes of v below 0x20, and only
+// there.
+func below20(v uint64) uint64 { return ^((v&lows + 0x6060606060606060) | v) & highs }
+
+// controlExtra returns how many bytes escaping adds to the control
+// characters of s.
+func controlExtra(s string) int {
 	extra := 0
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; {
-		case !needsEscape[c]:
-		case c == '"' || c == '\\' || c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t':
+		case c >= 0x20:
+		case c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t':
 			extra++
 		default:
 			extra += 5

@@ -215,6 +215,14 @@ func FuzzEncoder(f *testing.F) {
 func FuzzEscapedLen(f *testing.F) {
 	f.Add([]byte(`{"a":"b\\"c"}`))
 	f.Add([]byte("\x00\x1f\x7f\"\\\u2028 plain text, long enough for words"))
+	// One control character at each place of the scan — the thirty-two-
+	// and eight-byte steps and the tail — in the first block and the next,
+	// among quotation marks and reverse solidi.
+	for _, lead := range []string{"", strings.Repeat(`"q\`, 100)} {
+		for k := range 41 {
+			f.Add([]byte(lead + strings.Repeat("x", k) + "\x1f" + strings.Repeat("y", 40-k)))
+		}
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if !utf8.Valid(b) {
 			return
