@@ -21,7 +21,7 @@ import (
 
 var demoCommand = &command{
 	name:     "demo",
-	synopsis: "[--seed N] [--sqlite FILE] [--mysql DSN]",
+	synopsis: "[--seed N] [--sqlite FILE] [--mysql DSN] [--http]",
 	summary:  "run the protocol end to end over a lossy link and check the result",
 	help: `Demo runs the library's main job end to end, with no setup. On board, two
 discovery cycles of the example boat are committed to the outbox (in
@@ -54,6 +54,19 @@ two revisions (3 and 4 on a second run), and the inventory keeps its
 history (first seen at revision 1). The receiver keeps the newest 8
 finalized snapshots staged.
 
+With --http the entries travel through the HTTP binding instead of the
+simulated link: demo makes a certificate authority, a server certificate
+for 127.0.0.1 and a client certificate naming the example vessel, all in
+memory, serves the receiver over HTTPS with mutual TLS on a free loopback
+port, and puts a fault proxy in front of it. The proxy resets the
+connection after the server answered (the receipt is lost: the publisher
+sends again and the receiver answers already_received), cuts answers
+midway, and delays some; the server finalizes a snapshot on the receipt
+that completes it. The proxy decides answer after answer from the seed,
+so a seed prints the same output as long as every request reaches the
+server within the client's 10 s timeout, as it does on an idle machine.
+The report says what the proxy did; demo shuts the server down at the end.
+
 Flags (each at most once):
   --seed N       seeds the snapshot ids and the link's losses: digits,
                  0 to 18446744073709551615 (default 1)
@@ -73,6 +86,8 @@ Flags (each at most once):
                  hold state for the example vessel only from earlier runs
                  on the same outbox (so only with --sqlite), and
                  yachtmemory_telemetry is refused.
+  --http         publishes through the HTTP binding and a fault proxy on
+                 loopback, as above, instead of the simulated link
 `,
 	run: runDemo,
 }
@@ -82,11 +97,13 @@ func runDemo(e *env, c *command, args []string) (status int) {
 		seed = seedFlag{n: 1}
 		dsn  stringFlag // parse never echoes a value, so the password stays unprinted
 		file stringFlag
+		web  boolFlag
 	)
 	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
 	fs.Var(&seed, "seed", "")
 	fs.Var(&file, "sqlite", "")
 	fs.Var(&dsn, "mysql", "")
+	fs.Var(&web, "http", "")
 	operands, status, ok := c.parse(e, fs, args)
 	if !ok {
 		return status
@@ -105,6 +122,10 @@ func runDemo(e *env, c *command, args []string) (status int) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	cfg := demo.Config{Seed: seed.n, AfterStep: e.afterStep}
+	if web.on {
+		link := demoHTTP
+		cfg.HTTP = &link
+	}
 	if file.set {
 		s, err := sqlitestore.Open(ctx, file.s, sqlitestore.WithExclusiveLock())
 		if errors.Is(err, sqlitestore.ErrLocked) {
@@ -141,6 +162,9 @@ func runDemo(e *env, c *command, args []string) (status int) {
 	}
 	return exitOK
 }
+
+// demoHTTP is the HTTP link of demo --http; tests break it.
+var demoHTTP = demo.DefaultHTTP
 
 // demoDB is the receiver's database of a demo run.
 type demoDB struct {

@@ -5,13 +5,16 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
+	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/yachtmemory/sourcecatalog/internal/dbtest"
+	"github.com/yachtmemory/sourcecatalog/internal/demo"
 )
 
 func TestDemo(t *testing.T) {
@@ -64,13 +67,15 @@ func TestDemoUsage(t *testing.T) {
 		{[]string{"demo", "--mysql", ""}, "--mysql must not be empty"},
 		{[]string{"demo", "--mysql", "u:secret@tcp(h)/", "--mysql", "u:secret@tcp(h)/"}, "--mysql given more than once"},
 		{[]string{"demo", "--mysql", "u:secret@tcp(h)"}, "--mysql: invalid DSN"},
+		{[]string{"demo", "--http=yes"}, "takes no value"},
+		{[]string{"demo", "--http", "--http"}, "given more than once"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			r := cli(t, "", tc.args...)
 			assert.Equal(t, exitUsage, r.code)
 			assert.Empty(t, r.stdout)
 			assert.Contains(t, r.stderr, tc.stderr)
-			assert.Contains(t, r.stderr, "Usage: sourcecatalog demo [--seed N] [--sqlite FILE] [--mysql DSN]")
+			assert.Contains(t, r.stderr, "Usage: sourcecatalog demo [--seed N] [--sqlite FILE] [--mysql DSN] [--http]")
 			assert.NotContains(t, r.stderr, "secret", "a DSN's password is never echoed")
 		})
 	}
@@ -78,6 +83,7 @@ func TestDemoUsage(t *testing.T) {
 	assert.Equal(t, exitOK, r.code)
 	assert.Contains(t, r.stdout, "--mysql DSN")
 	assert.Contains(t, r.stdout, "--sqlite FILE")
+	assert.Contains(t, r.stdout, "--http ")
 }
 
 // An unreachable server is a failure (exit 1), reported without the DSN.
@@ -147,4 +153,58 @@ func TestDemoMySQL(t *testing.T) {
 		assert.Contains(t, r.stderr, "already holds state for the demo vessel")
 		assert.NotContains(t, r.stdout, "verified:")
 	})
+}
+
+// demo --http publishes through the binding and a fault proxy: receipts
+// are lost to resets and cuts, resent and answered already_received, and
+// everything is activated; a seed prints the same output.
+func TestDemoHTTP(t *testing.T) {
+	r := cli(t, "", "demo", "--http")
+	require.Equal(t, exitOK, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+	assert.Empty(t, r.stderr)
+	m := regexp.MustCompile(`\n  link:       (\d+) requests sent over HTTPS; the proxy reset (\d+) connections? after the server answered, cut (\d+) midway, delayed (\d+)\n  receiver:   (\d+) deliveries: 6 staged, (\d+) already_received\n`).FindStringSubmatch(r.stdout)
+	require.NotNil(t, m, r.stdout)
+	n := func(i int) int { v, err := strconv.Atoi(m[i]); require.NoError(t, err); return v }
+	sent, resets, cuts, delays, deliveries, again := n(1), n(2), n(3), n(4), n(5), n(6)
+	assert.Positive(t, resets, "connections reset after the server answered")
+	assert.Positive(t, cuts, "answers cut midway")
+	assert.Positive(t, delays, "answers delayed")
+	assert.Equal(t, resets+cuts, again, "each lost receipt resent and answered already_received")
+	assert.Equal(t, sent, deliveries)
+	assert.Equal(t, 6+resets+cuts, sent)
+	for _, want := range []string{
+		"\nlink: HTTPS with mutual TLS on 127.0.0.1 through a fault proxy",
+		"; now superseded\n",
+		"; now already_active\n",
+		"\nverified: active revision 2 is cycle 2's snapshot; 129 inventory items as expected; 6 of 6 outbox entries delivered\n",
+		"\nshutdown: the server and the fault proxy stopped cleanly\n",
+	} {
+		assert.Contains(t, r.stdout, want)
+	}
+	assert.Equal(t, r, cli(t, "", "demo", "--http", "--seed", "1"), "the same seed prints the same output")
+}
+
+// demo --http keeps the outbox and the receiver in SQLite as demo does, and
+// a second run carries on.
+func TestDemoHTTPSQLite(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "demo.db")
+	r := cli(t, "", "demo", "--http", "--sqlite", file)
+	require.Equal(t, exitOK, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+	assert.Contains(t, r.stdout, "outbox sqlitestore "+file)
+	r = cli(t, "", "demo", "--sqlite", file, "--http")
+	require.Equal(t, exitOK, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+	assert.Contains(t, r.stdout, "\nresume: the outbox is at revision 2 from earlier runs, 0 entries still pending\n")
+	assert.Contains(t, r.stdout, "\nverified: active revision 4 is cycle 2's snapshot")
+}
+
+// With every receipt lost the demo fails with exit status 1.
+func TestDemoHTTPWithoutReceipts(t *testing.T) {
+	saved := demoHTTP
+	t.Cleanup(func() { demoHTTP = saved })
+	demoHTTP = demo.HTTPLink{Reset: 1}
+	r := cli(t, "", "demo", "--http")
+	assert.Equal(t, exitInvalid, r.code)
+	assert.Contains(t, r.stderr, "sourcecatalog demo: demo: cycle 1: still not delivered and activated after 32 publish passes")
+	assert.Contains(t, r.stdout, "pass 32: sent 3, acknowledged 0 (3 answers reset)")
+	assert.NotContains(t, r.stdout, "verified:")
 }

@@ -91,7 +91,11 @@ type command struct {
 var commands []*command
 
 func init() {
-	commands = []*command{canonCommand, buildCommand, verifyCommand, inspectCommand, demoCommand}
+	commands = []*command{
+		canonCommand, buildCommand, verifyCommand, inspectCommand, demoCommand,
+		commitCommand, publishCommand,
+		statusCommand, reconcileCommand, discardCommand, pruneCommand,
+	}
 }
 
 func lookup(name string) *command {
@@ -185,7 +189,7 @@ func usage(w io.Writer) {
 	}
 	b.WriteString("  sourcecatalog help [COMMAND]\n\nCommands:\n")
 	for _, c := range commands {
-		fmt.Fprintf(&b, "  %-8s %s\n", c.name, c.summary)
+		fmt.Fprintf(&b, "  %-10s %s\n", c.name, c.summary)
 	}
 	b.WriteString(`
 Problems are reported on standard error, one per line, with their location.
@@ -240,10 +244,10 @@ func plural(n int, noun string) string {
 
 // parse parses flags and operands in any order, looking the flags up in
 // fs; "--" ends the flags. A flag is spelled --name VALUE or --name=VALUE
-// (one leading dash works too). It returns the operands, or the exit status
-// when parsing ended the command: exitOK after -h or --help, which printed
-// the help, and exitUsage after an error, which was reported naming the
-// flag as --name. Errors never echo a flag's value, which may be a secret
+// (one leading dash works too), a boolean flag --name alone. It returns
+// the operands, or the exit status when parsing ended the command: exitOK
+// after -h or --help, which printed the help, and exitUsage after an
+// error, which was reported naming the flag as --name. Errors never echo a flag's value, which may be a secret
 // (the password in a DSN).
 func (c *command) parse(e *env, fs *flag.FlagSet, args []string) ([]string, int, bool) {
 	var operands []string
@@ -265,6 +269,12 @@ func (c *command) parse(e *env, fs *flag.FlagSet, args []string) ([]string, int,
 		if f == nil || strings.HasPrefix(name, "-") {
 			spelled, _, _ := strings.Cut(arg, "=")
 			return nil, c.usageError(e, "unknown flag %q", spelled), false
+		}
+		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+			if hasValue {
+				return nil, c.usageError(e, "--%s takes no value", name), false
+			}
+			value, hasValue = "true", true
 		}
 		if !hasValue {
 			if i+1 == len(args) {

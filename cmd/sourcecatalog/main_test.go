@@ -719,7 +719,7 @@ func TestUsage(t *testing.T) {
 		{"-h extra", []string{"-h", "verify", "a", "b"}, exitUsage, "", `sourcecatalog help: unexpected argument "a"`, false},
 		{"help unknown extra", []string{"help", "nosuch", "extra"}, exitUsage, "", `unknown command "nosuch"`, false},
 		{"help demo", []string{"help", "demo"}, exitOK, "Usage: sourcecatalog demo [--seed N] [--sqlite FILE] [--mysql DSN]", "", true},
-		{"demo listed", []string{"help"}, exitOK, "  demo     run the protocol end to end", "", true},
+		{"demo listed", []string{"help"}, exitOK, "  demo       run the protocol end to end", "", true},
 		{"unknown command", []string{"frobnicate"}, exitUsage, "", `sourcecatalog: unknown command "frobnicate"`, false},
 		{"unknown flag", []string{"verify", "-x", "a", "b"}, exitUsage, "", `sourcecatalog verify: unknown flag "-x"`, false},
 		{"unknown double-dash flag", []string{"canon", "--x=1"}, exitUsage, "", `sourcecatalog canon: unknown flag "--x"`, false},

@@ -1,0 +1,397 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/yachtmemory/sourcecatalog"
+	"github.com/yachtmemory/sourcecatalog/envelope"
+	"github.com/yachtmemory/sourcecatalog/httpbinding"
+	"github.com/yachtmemory/sourcecatalog/outbox"
+)
+
+var publishCommand = &command{
+	name:     "publish",
+	synopsis: "--store sqlite:FILE|mysql:DSN --vessel UUID --url URL [--ca FILE] [--cert FILE --key FILE | --token-file FILE] [--receiver-v2] [--timeout D] [--give-up-after D] [--json]",
+	summary:  "post the outbox's pending entries to a serve URL until delivered",
+	help: `Publish posts the vessel's pending outbox entries, oldest revision first and
+each snapshot's manifest before its chunks, to a receiver's URL over the
+HTTP binding (SPEC.md §11), and marks each delivered on a receipt that
+matches it. It makes passes over the pending entries until none is left:
+a pass whose sends failed (no answer, a reset, a 503, an answer that
+breaks the binding) is followed by a wait — 1 s, doubling up to 30 s,
+back to 1 s after a pass that delivered something — and another pass,
+until --give-up-after has passed. A conflict refusal stops that snapshot,
+whose entries are never sent again, and publishing goes on with the rest.
+
+The capability gate (SPEC.md §7.5) is off by default: v2 entries are sent
+only with --receiver-v2, which declares that the receiver at --url
+supports protocol v2. Without it publish sends nothing and exits 1.
+
+Flags (each at most once):
+  --store STORE       the outbox: sqlite:FILE or mysql:DSN, as for commit
+                      (memory is refused)
+  --vessel UUID       the vessel whose entries to publish
+  --url URL           the receiver's https URL, such as
+                      https://shore.example:8443/v2/messages
+  --ca FILE           PEM certificates of the CAs that sign the receiver's
+                      certificate (default: the system's roots)
+  --cert FILE         the vessel's client certificate (PEM), for mutual
+                      TLS; with --key
+  --key FILE          its private key (PEM)
+  --token-file FILE   a file holding the vessel's bearer token (its first
+                      line; surrounding white space is ignored), instead of
+                      --cert and --key. The token is never taken from the
+                      command line, where other users can read it
+  --receiver-v2       declare the receiver v2-capable: the capability gate
+  --timeout D         bounds one request: connecting, TLS, the answer
+                      (a Go duration such as 30s; default 2m)
+  --give-up-after D   stop retrying after D (default 10m); in-flight
+                      requests are cut then
+  --json              print one JSON object at the end instead of text
+
+Output: a line per pass,
+  pass N: sent S, delivered D (X staged, Y already received), failed F
+followed by the last failure and the wait when F > 0, and a summary:
+  published: vessel V: D delivered (X staged, Y already received) in N pass(es), K snapshots stopped, P pending
+With --json, no pass lines but one object once publishing began:
+  {"vessel_id": "…", "result": "delivered", "passes": N, "sent": S,
+   "delivered": D, "staged": X, "already_received": Y, "failed": F,
+   "stopped_snapshots": ["…"], "pending": P, "error": ""}
+result is delivered (nothing pending, nothing stopped), stopped (nothing
+pending, but a conflict stopped a snapshot), gave_up (--give-up-after
+passed, or interrupted), or failed (an error retrying cannot mend);
+already_received counts the receipts of entries the receiver had staged
+before (a receipt lost on the way back); pending is counted at the end,
+-1 when the store cannot count it; error is "" unless result is gave_up
+or failed.
+
+Exit status: 0 when nothing is pending and no snapshot was stopped; 1
+without --receiver-v2, on give-up, when a conflict stopped a snapshot, when
+the receiver refuses the credentials (401: resending would not help), when
+a receipt acknowledges another entry, when an entry's bytes no longer match
+their digest, or when credentials or the store fail; 2 usage error.
+`,
+	run: runPublish,
+}
+
+// publishBackoff is the wait after a pass with failures: min, doubling up
+// to max. Tests shorten it.
+var publishBackoff = struct{ min, max time.Duration }{time.Second, 30 * time.Second}
+
+// publishFlags are publish's flags.
+type publishFlags struct {
+	store                    storeFlag
+	vessel                   uuidFlag
+	endpoint                 stringFlag
+	ca, cert, key, tokenFile stringFlag
+	receiverV2, asJSON       boolFlag
+	timeout, giveUp          durationFlag
+}
+
+func runPublish(e *env, c *command, args []string) int {
+	f := publishFlags{
+		vessel:  uuidFlag{check: notNil},
+		timeout: durationFlag{d: httpbinding.DefaultClientTimeout},
+		giveUp:  durationFlag{d: 10 * time.Minute},
+	}
+	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
+	fs.Var(&f.store, "store", "")
+	fs.Var(&f.vessel, "vessel", "")
+	fs.Var(&f.endpoint, "url", "")
+	fs.Var(&f.ca, "ca", "")
+	fs.Var(&f.cert, "cert", "")
+	fs.Var(&f.key, "key", "")
+	fs.Var(&f.tokenFile, "token-file", "")
+	fs.Var(&f.receiverV2, "receiver-v2", "")
+	fs.Var(&f.timeout, "timeout", "")
+	fs.Var(&f.giveUp, "give-up-after", "")
+	fs.Var(&f.asJSON, "json", "")
+	operands, status, ok := c.parse(e, fs, args)
+	if !ok {
+		return status
+	}
+	if msg := f.check(operands); msg != "" {
+		return c.usageError(e, "%s", msg)
+	}
+	client, err := f.client()
+	if err != nil {
+		return c.failf(e, "%v", err)
+	}
+	defer client.CloseIdleConnections()
+	return withStores(e, c, &f.store, storeOptions{outbox: true}, func(ctx context.Context, st *stores) int {
+		return publish(ctx, e, c, &f, st, client)
+	})
+}
+
+// check returns what is wrong with the command line, or "".
+func (f *publishFlags) check(operands []string) string {
+	u, err := url.Parse(f.endpoint.s)
+	switch {
+	case len(operands) > 0:
+		return fmt.Sprintf("unexpected argument %q: publish takes no arguments", operands[0])
+	case f.store.kind == "":
+		return "--store is required"
+	case f.store.kind == "memory":
+		return "--store memory keeps no outbox across runs: use sqlite:FILE or mysql:DSN"
+	case !f.vessel.set:
+		return "--vessel is required"
+	case !f.endpoint.set:
+		return "--url is required"
+	case err != nil || u.Scheme != "https" || u.Host == "" || u.User != nil || u.Fragment != "":
+		return "--url must be an https URL without user or fragment"
+	case f.cert.set != f.key.set:
+		return "--cert and --key go together"
+	case f.tokenFile.set && f.cert.set:
+		return "--token-file and --cert/--key exclude each other: give one kind of credentials"
+	}
+	return ""
+}
+
+// client returns the Transport the flags describe. Its errors name the
+// file at fault, never a token.
+func (f *publishFlags) client() (*httpbinding.Client, error) {
+	var roots *x509.CertPool
+	if f.ca.set {
+		pem, err := os.ReadFile(f.ca.s)
+		if err != nil {
+			return nil, fmt.Errorf("--ca: %w", err)
+		}
+		roots = x509.NewCertPool()
+		if !roots.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--ca: no PEM certificate in %s", f.ca.s)
+		}
+	}
+	var cert *tls.Certificate
+	if f.cert.set {
+		c, err := tls.LoadX509KeyPair(f.cert.s, f.key.s)
+		if err != nil {
+			return nil, fmt.Errorf("--cert and --key: %w", err)
+		}
+		cert = &c
+	}
+	opts := []httpbinding.ClientOption{
+		httpbinding.WithTLSConfig(httpbinding.ClientTLSConfig(roots, cert)),
+		httpbinding.WithTimeout(f.timeout.d),
+	}
+	if f.tokenFile.set {
+		token, err := readToken(f.tokenFile.s)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, httpbinding.WithBearerToken(token))
+	}
+	client, err := httpbinding.NewClient(f.endpoint.s, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("%v", strings.TrimPrefix(err.Error(), "sourcecatalog: "))
+	}
+	return client, nil
+}
+
+// readToken reads the first line of a token file, without its
+// surrounding white space.
+func readToken(path string) (string, error) {
+	file, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("--token-file: %w", err)
+	}
+	defer file.Close()
+	b, err := io.ReadAll(io.LimitReader(file, 4096))
+	if err != nil {
+		return "", fmt.Errorf("--token-file: %w", err)
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	token := strings.TrimSpace(line)
+	if token == "" {
+		return "", fmt.Errorf("--token-file: %s holds no token on its first line", path)
+	}
+	return token, nil
+}
+
+// publishJSON is publish's report, and its --json output.
+type publishJSON struct {
+	VesselID         uuid.UUID   `json:"vessel_id"`
+	Result           string      `json:"result"` // delivered, stopped, gave_up, failed
+	Passes           int         `json:"passes"`
+	Sent             int         `json:"sent"`
+	Delivered        int         `json:"delivered"`
+	Staged           int         `json:"staged"`
+	AlreadyReceived  int         `json:"already_received"`
+	Failed           int         `json:"failed"`
+	StoppedSnapshots []uuid.UUID `json:"stopped_snapshots"`
+	Pending          int         `json:"pending"`
+	Error            string      `json:"error"`
+}
+
+// A tally is an outbox.Transport that counts what the one it wraps
+// answers. The Publisher sends one entry at a time.
+type tally struct {
+	outbox.Transport
+	staged, already, failed int
+	lastErr                 error     // of the last failed send
+	unauthorized            bool      // a send was answered 401
+	conflict                uuid.UUID // the snapshot of the last conflict
+}
+
+func (t *tally) Send(ctx context.Context, en outbox.Entry) (envelope.Receipt, error) {
+	rc, err := t.Transport.Send(ctx, en)
+	switch {
+	case errors.Is(err, sourcecatalog.ErrConflict):
+		t.conflict = en.SnapshotID
+	case err != nil:
+		t.failed++
+		t.lastErr = err
+		t.unauthorized = t.unauthorized || errors.Is(err, httpbinding.ErrUnauthorized)
+	case rc.Status == envelope.AlreadyReceived:
+		t.already++
+	default:
+		t.staged++
+	}
+	return rc, err
+}
+
+// publish runs passes until nothing is pending, a pass fails for good or
+// it gives up, and reports.
+func publish(ctx context.Context, e *env, c *command, f *publishFlags, st *stores, client outbox.Transport) int {
+	interrupted := ctx
+	ctx, cancel := context.WithTimeout(ctx, f.giveUp.d)
+	defer cancel()
+	t := &tally{Transport: client}
+	pub := outbox.NewPublisher(st.outbox, f.vessel.id, t, outbox.WithReceiverV2(f.receiverV2.on))
+	rep := publishJSON{VesselID: f.vessel.id, StoppedSnapshots: []uuid.UUID{}}
+	wait := publishBackoff.min
+	for rep.Result == "" {
+		before := *t
+		pass, err := pub.Publish(ctx)
+		if errors.Is(err, outbox.ErrCapabilityOff) {
+			return c.failf(e, "the receiver is not declared v2-capable: nothing sent. Pass --receiver-v2 once the receiver at --url supports protocol v2 (SPEC.md §7.5)")
+		}
+		rep.Passes++
+		rep.Sent += pass.Sent
+		rep.Delivered += pass.Delivered
+		if !f.asJSON.on {
+			fmt.Fprintf(e.stdout, "pass %d: sent %d, delivered %d (%d staged, %d already received), failed %d\n",
+				rep.Passes, pass.Sent, pass.Delivered, t.staged-before.staged, t.already-before.already, t.failed-before.failed)
+		}
+		if pass.Delivered > 0 {
+			wait = publishBackoff.min
+		}
+		retry := false
+		switch {
+		case errors.Is(err, sourcecatalog.ErrConflict):
+			rep.StoppedSnapshots = append(rep.StoppedSnapshots, t.conflict)
+			if !f.asJSON.on {
+				fmt.Fprintf(e.stdout, "  stopped snapshot %s: %v\n", t.conflict, err)
+			}
+		case t.unauthorized:
+			rep.Result, rep.Error = "failed", "the receiver refused the credentials (401): check --cert and --key or --token-file"
+		case ctx.Err() != nil:
+			rep.Result, rep.Error = "gave_up", giveUpReason(interrupted, f.giveUp.d, t.lastErr)
+		case errors.Is(err, sourcecatalog.ErrStoreUnavailable):
+			retry = true
+			t.lastErr = err
+		case err != nil:
+			rep.Result, rep.Error = "failed", err.Error()
+		case pass.Failed > 0:
+			retry = true
+		case pass.Sent == 0:
+			rep.Result = "delivered"
+			if len(rep.StoppedSnapshots) > 0 {
+				rep.Result = "stopped"
+			}
+		}
+		if retry {
+			if !f.asJSON.on {
+				fmt.Fprintf(e.stdout, "  last failure: %v\n  retrying in %v\n", t.lastErr, wait)
+			}
+			if !sleep(ctx, wait) {
+				rep.Result, rep.Error = "gave_up", giveUpReason(interrupted, f.giveUp.d, t.lastErr)
+			}
+			wait = min(2*wait, publishBackoff.max)
+		}
+	}
+	rep.Staged, rep.AlreadyReceived, rep.Failed = t.staged, t.already, t.failed
+	return reportPublish(interrupted, e, c, st, rep, f.asJSON.on)
+}
+
+func reportPublish(ctx context.Context, e *env, c *command, st *stores, rep publishJSON, asJSON bool) int {
+	countCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	n, err := countPending(countCtx, st.outbox, rep.VesselID)
+	rep.Pending = n
+	if err != nil {
+		rep.Pending = -1
+		fmt.Fprintf(e.stderr, "sourcecatalog %s: counting the pending entries: %v\n", c.name, err)
+	}
+	if asJSON {
+		if status := writeJSON(e, c, rep); status != exitOK {
+			return status
+		}
+	} else {
+		fmt.Fprintf(e.stdout, "published: vessel %s: %d delivered (%d staged, %d already received) in %d pass(es), %s stopped, %d pending\n",
+			rep.VesselID, rep.Delivered, rep.Staged, rep.AlreadyReceived, rep.Passes,
+			plural(len(rep.StoppedSnapshots), "snapshot"), rep.Pending)
+	}
+	switch {
+	case rep.Error != "":
+		return c.failf(e, "%s", rep.Error)
+	case rep.Result == "stopped":
+		return c.failf(e, "a conflict stopped %s: the receiver holds other bytes for them", plural(len(rep.StoppedSnapshots), "snapshot"))
+	case err != nil:
+		return exitInvalid
+	}
+	return exitOK
+}
+
+// giveUpReason says why publish gave up.
+func giveUpReason(interrupted context.Context, after time.Duration, last error) string {
+	why := fmt.Sprintf("gave up after %v with entries pending", after)
+	if interrupted.Err() != nil {
+		why = "interrupted with entries pending"
+	}
+	if last != nil {
+		why += "; last failure: " + last.Error()
+	}
+	return why
+}
+
+// sleep waits d, or until ctx is done; it reports whether d passed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// durationFlag is a positive Go duration, given at most once.
+type durationFlag struct {
+	d   time.Duration
+	set bool
+}
+
+func (f *durationFlag) String() string { return "" }
+func (f *durationFlag) Set(s string) error {
+	if f.set {
+		return errTwice
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return errors.New("must be a positive duration such as 30s, 5m or 1h")
+	}
+	f.d, f.set = d, true
+	return nil
+}

@@ -1,0 +1,455 @@
+package main
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/yachtmemory/sourcecatalog/examples"
+	"github.com/yachtmemory/sourcecatalog/finalize"
+	"github.com/yachtmemory/sourcecatalog/httpbinding"
+	"github.com/yachtmemory/sourcecatalog/sqlitestore"
+)
+
+// ---------------------------------------------------------------------------
+// A receiver over the HTTP binding, on loopback TLS
+
+// A pubPKI is a certificate authority made for one test, its certificate
+// in caFile.
+type pubPKI struct {
+	cert   *x509.Certificate
+	key    *ecdsa.PrivateKey
+	pool   *x509.CertPool
+	caFile string
+}
+
+var pubSerial atomic.Int64
+
+func newPubPKI(t *testing.T, dir string) *pubPKI {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(pubSerial.Add(1)), Subject: pkix.Name{CommonName: "operator CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature, BasicConstraintsValid: true, IsCA: true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	require.NoError(t, err)
+	cert, err := x509.ParseCertificate(der)
+	require.NoError(t, err)
+	p := &pubPKI{cert: cert, key: key, pool: x509.NewCertPool()}
+	p.pool.AddCert(cert)
+	p.caFile = writeFile(t, dir, "ca.pem", pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+	return p
+}
+
+// issue signs a leaf certificate from tmpl's names and usages and returns
+// it with its PEM files' contents.
+func (p *pubPKI) issue(t *testing.T, tmpl *x509.Certificate) (tls.Certificate, []byte, []byte) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl.SerialNumber = big.NewInt(pubSerial.Add(1))
+	tmpl.NotBefore, tmpl.NotAfter = time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour)
+	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.cert, &key.PublicKey, p.key)
+	require.NoError(t, err)
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	require.NoError(t, err)
+	cert := tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+	return cert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})
+}
+
+// vesselFiles issues a client certificate naming the vessel and returns
+// the --cert and --key files.
+func (p *pubPKI) vesselFiles(t *testing.T, dir string, vessel uuid.UUID) (certFile, keyFile string) {
+	t.Helper()
+	_, certPEM, keyPEM := p.issue(t, &x509.Certificate{
+		Subject:     pkix.Name{CommonName: "vessel"},
+		URIs:        []*url.URL{{Scheme: "urn", Opaque: "uuid:" + vessel.String()}},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	})
+	return writeFile(t, dir, "vessel.pem", certPEM), writeFile(t, dir, "vessel.key", keyPEM)
+}
+
+// A pubReceiver is a finalize.Receiver on an SQLite file behind
+// httpbinding's Handler, served over TLS on a loopback port.
+type pubReceiver struct {
+	url  string
+	path string // the receiver's SQLite file
+	// requests counts the requests that reached the server; while fail
+	// is positive, a request is answered 503 and fail decremented.
+	requests, fail atomic.Int64
+	stopOnce       sync.Once
+	stop           func()
+}
+
+func startReceiver(t *testing.T, pki *pubPKI, dir string, auth httpbinding.Authenticator) *pubReceiver {
+	t.Helper()
+	r := &pubReceiver{path: filepath.Join(dir, "shore.db")}
+	store, err := sqlitestore.Open(context.Background(), r.path)
+	require.NoError(t, err)
+	h := httpbinding.NewHandler(finalize.NewReceiver(store), auth)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		r.requests.Add(1)
+		if r.fail.Add(-1) >= 0 {
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "unavailable (test)", http.StatusServiceUnavailable)
+			return
+		}
+		r.fail.Store(0)
+		h.ServeHTTP(w, req)
+	}))
+	serverCert, _, _ := pki.issue(t, &x509.Certificate{
+		Subject:     pkix.Name{CommonName: "receiver"},
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	})
+	srv.TLS = httpbinding.ServerTLSConfig(serverCert, pki.pool)
+	srv.StartTLS()
+	r.url = srv.URL + "/v2/messages"
+	r.stop = func() {
+		r.stopOnce.Do(func() {
+			srv.Close()
+			require.NoError(t, store.Close())
+		})
+	}
+	t.Cleanup(r.stop)
+	return r
+}
+
+// fastBackoff shortens publish's waits for the test.
+func fastBackoff(t *testing.T) {
+	saved := publishBackoff
+	publishBackoff.min, publishBackoff.max = 5*time.Millisecond, 20*time.Millisecond
+	t.Cleanup(func() { publishBackoff = saved })
+}
+
+// publishOut is publish's --json output.
+type publishOut struct {
+	VesselID         string   `json:"vessel_id"`
+	Result           string   `json:"result"`
+	Passes           int      `json:"passes"`
+	Sent             int      `json:"sent"`
+	Delivered        int      `json:"delivered"`
+	Staged           int      `json:"staged"`
+	AlreadyReceived  int      `json:"already_received"`
+	Failed           int      `json:"failed"`
+	StoppedSnapshots []string `json:"stopped_snapshots"`
+	Pending          int      `json:"pending"`
+	Error            string   `json:"error"`
+}
+
+func publishJSONOf(t *testing.T, r result) publishOut {
+	t.Helper()
+	var out publishOut
+	decodeStrict(t, r.stdout, &out)
+	return out
+}
+
+// credentials are the two ways a vessel authenticates: the publish flags
+// and the server's Authenticator.
+type credentials struct {
+	name  string
+	make  func(t *testing.T, pki *pubPKI, dir string) ([]string, httpbinding.Authenticator)
+	wrong func(t *testing.T, pki *pubPKI, dir string) []string // refused flags
+}
+
+var allCredentials = []credentials{
+	{
+		name: "mutual TLS",
+		make: func(t *testing.T, pki *pubPKI, dir string) ([]string, httpbinding.Authenticator) {
+			cert, key := pki.vesselFiles(t, dir, examples.VesselID)
+			return []string{"--cert", cert, "--key", key}, httpbinding.MutualTLS{}
+		},
+	},
+	{
+		name: "bearer token",
+		make: func(t *testing.T, pki *pubPKI, dir string) ([]string, httpbinding.Authenticator) {
+			const token = "s3cr3t-t0ken_for.the~boat"
+			tokens, err := httpbinding.ParseTokens(strings.NewReader(httpbinding.TokenHash(token, examples.VesselID) + "\n"))
+			require.NoError(t, err)
+			return []string{"--token-file", writeFile(t, dir, "token", []byte(token+"\n"))}, tokens
+		},
+	},
+}
+
+// ---------------------------------------------------------------------------
+// publish
+
+func TestPublish(t *testing.T) {
+	for _, cred := range allCredentials {
+		t.Run(cred.name, func(t *testing.T) {
+			dir := t.TempDir()
+			pki := newPubPKI(t, dir)
+			flags, auth := cred.make(t, pki, dir)
+			rcv := startReceiver(t, pki, dir, auth)
+			boat := filepath.Join(dir, "boat.db")
+			first := commitJSONOf(t, "--store", "sqlite:"+boat, "--vessel", vesselFlag, recordsFile(t, dir, "boat.json", examples.Boat()))
+			second := commitJSONOf(t, "--store", "sqlite:"+boat, "--vessel", vesselFlag, recordsFile(t, dir, "scaled.json", examples.Scaled(600)))
+			entries := first.Entries + second.Entries
+			args := append([]string{"publish", "--store", "sqlite:" + boat, "--vessel", vesselFlag, "--url", rcv.url, "--ca", pki.caFile, "--receiver-v2"}, flags...)
+
+			r := cli(t, "", append(args, "--json")...)
+			require.Equal(t, exitOK, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+			assert.Equal(t, publishOut{
+				VesselID: vesselFlag, Result: "delivered", Passes: 2, Sent: entries, Delivered: entries, Staged: entries,
+				StoppedSnapshots: []string{},
+			}, publishJSONOf(t, r), "one pass delivers, the next finds nothing pending")
+			assert.Equal(t, int64(entries), rcv.requests.Load())
+			pending, _ := outboxPending(t, boat, examples.VesselID)
+			assert.Zero(t, pending)
+
+			// Nothing pending: one pass that sends nothing.
+			r = cli(t, "", args...)
+			require.Equal(t, exitOK, r.code, r.stderr)
+			assert.Equal(t, "pass 1: sent 0, delivered 0 (0 staged, 0 already received), failed 0\n"+
+				"published: vessel "+vesselFlag+": 0 delivered (0 staged, 0 already received) in 1 pass(es), 0 snapshots stopped, 0 pending\n", r.stdout)
+
+			// The receiver activated both revisions.
+			rcv.stop()
+			st := statusOf(t, "--store", "sqlite:"+rcv.path, "--vessel", vesselFlag)
+			require.Len(t, st.Vessels, 1)
+			v := st.Vessels[0]
+			require.NotNil(t, v.Active)
+			assert.Equal(t, activeOut{SnapshotID: second.SnapshotID, Revision: 2, DiscoveredAt: second.DiscoveredAt}, *v.Active)
+			assert.Equal(t, &lastOut{SnapshotID: second.SnapshotID, Revision: 2, Outcome: "activated"}, v.LastOutcome)
+			assert.Equal(t, gaugeOut{Used: 2, Limit: 32, Fraction: 2.0 / 32}, v.Usage.RetainedSnapshots)
+			assert.Equal(t, gaugeOut{Used: 0, Limit: 8, Fraction: 0}, v.Usage.IncompleteSnapshots)
+			assert.Equal(t, int64(finalize.DefaultLimits.RetainedBytes), v.Usage.RetainedBytes.Limit)
+			assert.Positive(t, v.Usage.RetainedBytes.Used)
+			assert.Equal(t, v.Usage.RetainedSnapshots.Fraction, v.Usage.Highest)
+			require.Len(t, v.Snapshots, 2)
+			assert.Equal(t, []int64{2, 1}, []int64{v.Snapshots[0].Revision, v.Snapshots[1].Revision})
+			for _, s := range v.Snapshots {
+				assert.Equal(t, "activated", s.State)
+				assert.Equal(t, s.ChunkCount, s.ChunksStaged)
+				assert.False(t, s.Complete, "only a snapshot staging is complete")
+			}
+		})
+	}
+}
+
+func TestPublishCapabilityGate(t *testing.T) {
+	dir := t.TempDir()
+	pki := newPubPKI(t, dir)
+	flags, auth := allCredentials[0].make(t, pki, dir)
+	rcv := startReceiver(t, pki, dir, auth)
+	boat := filepath.Join(dir, "boat.db")
+	commitJSONOf(t, "--store", "sqlite:"+boat, "--vessel", vesselFlag, recordsFile(t, dir, "boat.json", examples.Boat()))
+
+	for _, extra := range [][]string{nil, {"--json"}} {
+		r := cli(t, "", append(append([]string{"publish", "--store", "sqlite:" + boat, "--vessel", vesselFlag, "--url", rcv.url, "--ca", pki.caFile}, flags...), extra...)...)
+		assert.Equal(t, exitInvalid, r.code)
+		assert.Empty(t, r.stdout)
+		assert.Contains(t, r.stderr, "sourcecatalog publish: the receiver is not declared v2-capable: nothing sent. Pass --receiver-v2")
+	}
+	assert.Zero(t, rcv.requests.Load(), "nothing was sent")
+	pending, _ := outboxPending(t, boat, examples.VesselID)
+	assert.Equal(t, 3, pending)
+}
+
+func TestPublishRetries(t *testing.T) {
+	fastBackoff(t)
+	dir := t.TempDir()
+	pki := newPubPKI(t, dir)
+	flags, auth := allCredentials[1].make(t, pki, dir)
+	rcv := startReceiver(t, pki, dir, auth)
+	boat := filepath.Join(dir, "boat.db")
+	commitJSONOf(t, "--store", "sqlite:"+boat, "--vessel", vesselFlag, recordsFile(t, dir, "boat.json", examples.Boat()))
+	rcv.fail.Store(4) // the first pass fails in full, the second in part
+
+	r := cli(t, "", append([]string{"publish", "--store", "sqlite:" + boat, "--vessel", vesselFlag, "--url", rcv.url, "--ca", pki.caFile, "--receiver-v2"}, flags...)...)
+	require.Equal(t, exitOK, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+	assert.Equal(t, int64(3+4), rcv.requests.Load())
+	for _, want := range []string{
+		"pass 1: sent 3, delivered 0 (0 staged, 0 already received), failed 3\n  last failure: ",
+		"answer 503 not application/json\n  retrying in 5ms\n",
+		"pass 3: sent 1, delivered 1 (1 staged, 0 already received), failed 0\n",
+		"pass 4: sent 0, delivered 0",
+		"published: vessel " + vesselFlag + ": 3 delivered (3 staged, 0 already received) in 4 pass(es), 0 snapshots stopped, 0 pending\n",
+	} {
+		assert.Contains(t, r.stdout, want)
+	}
+	// The second pass delivered: the wait starts again from the shortest.
+	assert.Regexp(t, `\npass 2: sent 3, delivered 2 \(2 staged, 0 already received\), failed 1\n  last failure: [^\n]+\n  retrying in 5ms\npass 3: `, r.stdout)
+	rcv.stop()
+	v := statusOf(t, "--store", "sqlite:"+rcv.path).Vessels
+	require.Len(t, v, 1)
+	require.NotNil(t, v[0].Active)
+	assert.Equal(t, int64(1), v[0].Active.Revision)
+}
+
+func TestPublishBackoffDoubles(t *testing.T) {
+	fastBackoff(t)
+	dir := t.TempDir()
+	pki := newPubPKI(t, dir)
+	flags, auth := allCredentials[0].make(t, pki, dir)
+	rcv := startReceiver(t, pki, dir, auth)
+	boat := filepath.Join(dir, "boat.db")
+	commitJSONOf(t, "--store", "sqlite:"+boat, "--vessel", vesselFlag, recordsFile(t, dir, "boat.json", examples.Boat()))
+	rcv.fail.Store(12) // four passes fail in full
+
+	r := cli(t, "", append([]string{"publish", "--store", "sqlite:" + boat, "--vessel", vesselFlag, "--url", rcv.url, "--ca", pki.caFile, "--receiver-v2"}, flags...)...)
+	require.Equal(t, exitOK, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+	var waits []string
+	for _, line := range strings.Split(r.stdout, "\n") {
+		if w, ok := strings.CutPrefix(line, "  retrying in "); ok {
+			waits = append(waits, w)
+		}
+	}
+	assert.Equal(t, []string{"5ms", "10ms", "20ms", "20ms"}, waits, "doubling, capped")
+}
+
+func TestPublishGivesUp(t *testing.T) {
+	fastBackoff(t)
+	dir := t.TempDir()
+	pki := newPubPKI(t, dir)
+	flags, auth := allCredentials[0].make(t, pki, dir)
+	rcv := startReceiver(t, pki, dir, auth)
+	boat := filepath.Join(dir, "boat.db")
+	commitJSONOf(t, "--store", "sqlite:"+boat, "--vessel", vesselFlag, recordsFile(t, dir, "boat.json", examples.Boat()))
+	rcv.fail.Store(1 << 40)
+
+	start := time.Now()
+	r := cli(t, "", append([]string{"publish", "--store", "sqlite:" + boat, "--vessel", vesselFlag, "--url", rcv.url, "--ca", pki.caFile, "--receiver-v2", "--give-up-after", "300ms", "--json"}, flags...)...)
+	assert.Less(t, time.Since(start), 10*time.Second)
+	assert.Equal(t, exitInvalid, r.code, r.stderr)
+	out := publishJSONOf(t, r)
+	assert.Equal(t, "gave_up", out.Result)
+	assert.Equal(t, 3, out.Pending)
+	assert.Zero(t, out.Delivered)
+	assert.Greater(t, out.Passes, 1)
+	assert.Equal(t, out.Sent, out.Failed)
+	assert.Contains(t, out.Error, "gave up after 300ms with entries pending; last failure: ")
+	assert.Contains(t, r.stderr, "sourcecatalog publish: gave up after 300ms")
+}
+
+func TestPublishRefusedCredentials(t *testing.T) {
+	fastBackoff(t)
+	dir := t.TempDir()
+	pki := newPubPKI(t, dir)
+	_, auth := allCredentials[1].make(t, pki, dir)
+	rcv := startReceiver(t, pki, dir, auth)
+	boat := filepath.Join(dir, "boat.db")
+	commitJSONOf(t, "--store", "sqlite:"+boat, "--vessel", vesselFlag, recordsFile(t, dir, "boat.json", examples.Boat()))
+
+	wrong := writeFile(t, dir, "wrong-token", []byte("not-the-token\n"))
+	r := cli(t, "", "publish", "--store", "sqlite:"+boat, "--vessel", vesselFlag, "--url", rcv.url, "--ca", pki.caFile, "--receiver-v2", "--token-file", wrong, "--give-up-after", "10s", "--json")
+	assert.Equal(t, exitInvalid, r.code)
+	out := publishJSONOf(t, r)
+	assert.Equal(t, "failed", out.Result)
+	assert.Equal(t, 1, out.Passes, "a 401 is not retried")
+	assert.Equal(t, 3, out.Pending)
+	assert.Contains(t, r.stderr, "the receiver refused the credentials (401)")
+	assert.NotContains(t, r.stdout+r.stderr, "not-the-token", "the token is never printed")
+}
+
+// A conflict stops the snapshot and publishing goes on; identical bytes
+// sent again are already_received.
+func TestPublishConflictAndAlreadyReceived(t *testing.T) {
+	dir := t.TempDir()
+	pki := newPubPKI(t, dir)
+	flags, auth := allCredentials[0].make(t, pki, dir)
+	rcv := startReceiver(t, pki, dir, auth)
+	const snap = "6a0c3e55-8f4b-4c1e-a6a2-90f0e1d2c3b4"
+	boatFile := recordsFile(t, dir, "boat.json", examples.Boat())
+	publishArgs := func(outbox string, extra ...string) []string {
+		return append(append([]string{"publish", "--store", "sqlite:" + filepath.Join(dir, outbox), "--vessel", vesselFlag, "--url", rcv.url, "--ca", pki.caFile, "--receiver-v2"}, flags...), extra...)
+	}
+	// Three boats' outboxes with one snapshot id at revision 1: a and b
+	// with the same records and time, c with others.
+	for _, o := range []struct{ name, records string }{
+		{"a.db", boatFile}, {"b.db", boatFile}, {"c.db", recordsFile(t, dir, "scaled.json", examples.Scaled(300))},
+	} {
+		commitJSONOf(t, "--store", "sqlite:"+filepath.Join(dir, o.name), "--vessel", vesselFlag, "--snapshot", snap, "--discovered-at", atFlag, o.records)
+	}
+	r := cli(t, "", publishArgs("a.db")...)
+	require.Equal(t, exitOK, r.code, r.stderr)
+
+	r = cli(t, "", publishArgs("b.db", "--json")...)
+	require.Equal(t, exitOK, r.code, r.stderr)
+	out := publishJSONOf(t, r)
+	assert.Equal(t, 3, out.AlreadyReceived)
+	assert.Equal(t, 3, out.Delivered)
+	assert.Zero(t, out.Staged)
+
+	r = cli(t, "", publishArgs("c.db", "--json")...)
+	assert.Equal(t, exitInvalid, r.code)
+	out = publishJSONOf(t, r)
+	assert.Equal(t, "stopped", out.Result)
+	assert.Equal(t, []string{snap}, out.StoppedSnapshots)
+	assert.Zero(t, out.Pending, "a stopped snapshot's entries are no longer pending")
+	assert.Zero(t, out.Delivered)
+	assert.Contains(t, r.stderr, "sourcecatalog publish: a conflict stopped 1 snapshot")
+	sent := rcv.requests.Load()
+
+	// A stopped snapshot is never sent again.
+	r = cli(t, "", publishArgs("c.db")...)
+	assert.Equal(t, exitOK, r.code, r.stderr)
+	assert.Equal(t, sent, rcv.requests.Load())
+}
+
+func TestPublishRefuses(t *testing.T) {
+	dir := t.TempDir()
+	pki := newPubPKI(t, dir)
+	cert, key := pki.vesselFiles(t, dir, examples.VesselID)
+	token := writeFile(t, dir, "token", []byte("abc\n"))
+	empty := writeFile(t, dir, "empty-token", []byte("\n\n"))
+	notToken := writeFile(t, dir, "bad-token", []byte("has space\n"))
+	db := "sqlite:" + filepath.Join(dir, "boat.db")
+	const u = "https://127.0.0.1:1/v2/messages"
+	base := func(extra ...string) []string {
+		return append([]string{"publish", "--store", db, "--vessel", vesselFlag, "--receiver-v2"}, extra...)
+	}
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		code   int
+		stderr string
+	}{
+		{"memory store", []string{"publish", "--store", "memory", "--vessel", vesselFlag, "--url", u}, exitUsage, "--store memory keeps no outbox"},
+		{"no store", []string{"publish", "--vessel", vesselFlag, "--url", u}, exitUsage, "--store is required"},
+		{"no vessel", []string{"publish", "--store", db, "--url", u}, exitUsage, "--vessel is required"},
+		{"no url", base(), exitUsage, "--url is required"},
+		{"http url", base("--url", "http://127.0.0.1:1/"), exitUsage, "--url must be an https URL"},
+		{"cert without key", base("--url", u, "--cert", cert), exitUsage, "--cert and --key go together"},
+		{"cert and token", base("--url", u, "--cert", cert, "--key", key, "--token-file", token), exitUsage, "exclude each other"},
+		{"token on the command line", base("--url", u, "--token", "abc"), exitUsage, `unknown flag "--token"`},
+		{"argument", base("--url", u, "extra"), exitUsage, `unexpected argument "extra"`},
+		{"zero timeout", base("--url", u, "--timeout", "0s"), exitUsage, "--timeout must be a positive duration"},
+		{"bad give-up", base("--url", u, "--give-up-after", "soon"), exitUsage, "--give-up-after must be a positive duration"},
+		{"ca not PEM", base("--url", u, "--ca", token), exitInvalid, "--ca: no PEM certificate"},
+		{"missing key", base("--url", u, "--cert", cert, "--key", filepath.Join(dir, "absent.key")), exitInvalid, "--cert and --key: "},
+		{"empty token file", base("--url", u, "--token-file", empty), exitInvalid, "holds no token on its first line"},
+		{"token not b64token", base("--url", u, "--token-file", notToken), exitInvalid, "the bearer token is not 1 to 512 bytes of b64token"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := cli(t, "", tc.args...)
+			assert.Equal(t, tc.code, r.code, r.stderr)
+			assert.Empty(t, r.stdout)
+			assert.Contains(t, r.stderr, tc.stderr)
+			assert.NotContains(t, r.stderr, "has space")
+		})
+	}
+}

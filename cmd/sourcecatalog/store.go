@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/yachtmemory/sourcecatalog/finalize"
+	"github.com/yachtmemory/sourcecatalog/finalize/memstore"
+	"github.com/yachtmemory/sourcecatalog/mysqlstore"
+	"github.com/yachtmemory/sourcecatalog/outbox"
+	"github.com/yachtmemory/sourcecatalog/sqlitestore"
+)
+
+// storeFlag is the --store flag of serve, commit, publish and the operator
+// commands: memory, sqlite:FILE or mysql:DSN, given once.
+type storeFlag struct {
+	kind string // "memory", "sqlite" or "mysql"
+	arg  string // the file or the DSN
+	dsn  *mysql.Config
+}
+
+// storeSpelling is the flag's syntax, for usage lines and errors.
+const storeSpelling = "memory, sqlite:FILE or mysql:DSN"
+
+func (f *storeFlag) String() string { return "" } // never echo a DSN
+func (f *storeFlag) Set(s string) error {
+	if f.kind != "" {
+		return errTwice
+	}
+	kind, arg, _ := strings.Cut(s, ":")
+	switch {
+	case s == "memory":
+	case kind == "sqlite" && arg != "":
+	case kind == "mysql" && arg != "":
+		cfg, err := mysql.ParseDSN(arg)
+		if err != nil {
+			return errors.New("the mysql DSN does not parse") // its text may hold a password
+		}
+		if cfg.DBName == "" {
+			return errors.New("the mysql DSN must name a database, as in 'user:password@tcp(host:3306)/catalog'")
+		}
+		f.dsn = cfg
+	default:
+		return errors.New("must be " + storeSpelling)
+	}
+	f.kind, f.arg = kind, arg
+	return nil
+}
+
+// storeOptions say how to open a store.
+type storeOptions struct {
+	// migrate creates or upgrades the MariaDB schema (serve --migrate);
+	// without it a schema that is not current is an error.
+	migrate bool
+	// outbox asks for the on-board outbox; memory has none worth having,
+	// since it ends with the process.
+	outbox bool
+}
+
+// stores are the stores one --store names, open.
+type stores struct {
+	name     string // for logs and messages; never holds a password
+	receiver finalize.Store
+	outbox   outbox.Store // nil unless storeOptions.outbox
+	// ping checks that the store can serve, for /healthz.
+	ping  func(ctx context.Context) error
+	close func() error
+}
+
+// open opens the stores f names. A SQLite file is created when absent
+// and may be shared with other processes; a MariaDB schema must be current
+// unless opts.migrate, and yachtmemory_telemetry is refused by Migrate as
+// in the library. It never prints the DSN.
+func (f *storeFlag) open(ctx context.Context, opts storeOptions) (*stores, error) {
+	switch f.kind {
+	case "memory":
+		if opts.outbox {
+			return nil, errors.New("--store memory keeps no outbox across runs: use sqlite:FILE or mysql:DSN")
+		}
+		return &stores{
+			name: "memory", receiver: memstore.New(),
+			ping: func(context.Context) error { return nil }, close: func() error { return nil },
+		}, nil
+	case "sqlite":
+		s, err := sqlitestore.Open(ctx, f.arg)
+		if err != nil {
+			return nil, err
+		}
+		st := &stores{
+			name: "sqlite " + f.arg, receiver: s, close: s.Close,
+			ping: func(ctx context.Context) error { _, err := s.Vessels(ctx, true); return err },
+		}
+		if opts.outbox {
+			st.outbox = s.Outbox()
+		}
+		return st, nil
+	case "mysql":
+		cfg := f.dsn.Clone()
+		if cfg.Timeout == 0 {
+			cfg.Timeout = 10 * time.Second
+		}
+		conn, err := mysql.NewConnector(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("mysql: %w", err)
+		}
+		db := sql.OpenDB(conn)
+		check := mysqlstore.CheckSchema
+		if opts.migrate {
+			check = func(ctx context.Context, db *sql.DB) error { return mysqlstore.Migrate(ctx, db) }
+		}
+		if err := check(ctx, db); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("mysql schema %s: %w", cfg.DBName, err)
+		}
+		st := &stores{
+			name: "mysql schema " + cfg.DBName, receiver: mysqlstore.New(db),
+			ping: db.PingContext, close: db.Close,
+		}
+		if opts.outbox {
+			st.outbox = mysqlstore.NewOutbox(db)
+		}
+		return st, nil
+	}
+	return nil, errors.New("no --store given")
+}
+
+// boolFlag is a flag that takes no value: --json. It may be given once.
+type boolFlag struct{ on bool }
+
+func (f *boolFlag) String() string   { return "" }
+func (f *boolFlag) IsBoolFlag() bool { return true }
+func (f *boolFlag) Set(s string) error {
+	if f.on {
+		return errTwice
+	}
+	if s != "true" {
+		return errors.New("takes no value")
+	}
+	f.on = true
+	return nil
+}
