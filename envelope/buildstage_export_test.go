@@ -12,7 +12,7 @@ var SortRecords = sortRecords
 // KeySort returns a function that sorts the keys of in again, with its
 // entries back in input order: the radix sort alone.
 func KeySort(in []*catalog.Record) func() {
-	s, _ := newKeySorter(in)
+	s := newKeySorter(in)
 	return func() {
 		for i := range s.entries {
 			s.entries[i].i = int32(i)

@@ -83,13 +83,13 @@ func sortForBuild(in []*catalog.Record) sortedRecords {
 		}
 		return out
 	}
-	s, canon := newKeySorter(in)
+	s := newKeySorter(in)
 	out.keys = s.keys
 	s.radix(s.entries, s.scratch, 0, 0)
 	inParallel(len(in), partsFor(len(in)), func(_, lo, hi int) {
 		for k := lo; k < hi; k++ {
 			i := s.entries[k].i
-			out.records[k], out.order[k], out.canon[k] = in[i], i, canon[i]
+			out.records[k], out.order[k], out.canon[k] = in[i], i, in[i].Canonical()
 		}
 	})
 	return out

@@ -33,26 +33,24 @@ func inParallel(n, parts int, f func(p, lo, hi int)) {
 }
 
 // newKeySorter returns the sorter of records, its entries in input order
-// with their first words loaded, and each record's canonical bytes. It
-// reads the records on up to GOMAXPROCS goroutines.
-func newKeySorter(in []*catalog.Record) (*keySorter, [][]byte) {
+// with their first words loaded. It reads the records on up to GOMAXPROCS
+// goroutines.
+func newKeySorter(in []*catalog.Record) *keySorter {
 	s := &keySorter{
 		keys:    make([]catalog.Key, len(in)),
 		entries: make([]sortEntry, len(in)),
 		scratch: make([]sortEntry, len(in)),
 		workers: make(chan struct{}, runtime.GOMAXPROCS(0)-1),
 	}
-	canon := make([][]byte, len(in))
-	inParallel(len(in), partsFor(len(in)), func(_, lo, hi int) { s.loadKeys(in, lo, hi, canon) })
-	return s, canon
+	inParallel(len(in), partsFor(len(in)), func(_, lo, hi int) { s.loadKeys(in, lo, hi) })
+	return s
 }
 
-// loadKeys copies the keys of in[lo:hi], loads the entries' first words
-// and gathers the records' canonical bytes.
-func (s *keySorter) loadKeys(in []*catalog.Record, lo, hi int, canon [][]byte) {
+// loadKeys copies the keys of in[lo:hi] and loads the entries' first
+// words.
+func (s *keySorter) loadKeys(in []*catalog.Record, lo, hi int) {
 	for i := lo; i < hi; i++ {
-		r := in[i]
-		s.keys[i], canon[i] = r.Key(), r.Canonical()
+		s.keys[i] = in[i].Key()
 		w, n := s.word(int32(i), 0, 0)
 		s.entries[i] = sortEntry{w: w, n: n, i: int32(i)}
 	}
