@@ -93,7 +93,7 @@ var commands []*command
 func init() {
 	commands = []*command{
 		canonCommand, buildCommand, verifyCommand, inspectCommand, demoCommand,
-		commitCommand, publishCommand,
+		serveCommand, commitCommand, publishCommand,
 		statusCommand, reconcileCommand, discardCommand, pruneCommand,
 	}
 }
