@@ -1,6 +1,8 @@
 // Command sourcecatalog canonicalises JSON, builds, verifies and inspects
-// Source Catalog v2 snapshots (protocol yachtmemory.source-catalog.v2), and
-// runs the protocol end to end as a demo.
+// Source Catalog v2 snapshots (protocol yachtmemory.source-catalog.v2),
+// runs the receiver as an HTTPS service, commits and publishes on board,
+// answers an operator's questions, and runs the protocol end to end as a
+// demo.
 //
 // Usage:
 //
@@ -8,7 +10,13 @@
 //	sourcecatalog build --vessel UUID --revision N --discovered-at TIME [--snapshot UUID] --out DIR [RECORDS_FILE]
 //	sourcecatalog verify HEADER_FILE CHUNKS_FILE
 //	sourcecatalog inspect HEADER_FILE CHUNKS_FILE
-//	sourcecatalog demo [--seed N] [--sqlite FILE] [--mysql DSN]
+//	sourcecatalog demo [--seed N] [--sqlite FILE] [--mysql DSN] [--http]
+//	sourcecatalog serve --listen ADDR --store STORE --retain N|all --tls-cert FILE --tls-key FILE --client-ca FILE|--tokens FILE [FLAGS]
+//	sourcecatalog commit --store sqlite:FILE|mysql:DSN --vessel UUID [--snapshot UUID] [--discovered-at TIME] [--json] RECORDS_FILE|-
+//	sourcecatalog publish --store sqlite:FILE|mysql:DSN --vessel UUID --url URL [--ca FILE] [--cert FILE --key FILE | --token-file FILE] [--receiver-v2] [FLAGS]
+//	sourcecatalog status|reconcile --store STORE [--vessel UUID] [--json]
+//	sourcecatalog discard --store STORE --vessel UUID --snapshot UUID [--json]
+//	sourcecatalog prune --store STORE (--vessel UUID | --all) --keep N [--json]
 //	sourcecatalog help [COMMAND]
 //
 // canon writes the RFC 8785 canonical bytes of a JSON text, with no
@@ -20,10 +28,18 @@
 // whitespace and member order — form one complete, valid snapshot; inspect
 // summarises one. demo commits two discovery cycles of the example boat to
 // an outbox (in memory, or in an SQLite file with --sqlite), publishes them
-// over a simulated lossy link to a receiver (in memory, in the same SQLite
-// file, or on MariaDB with --mysql), finalizes them and checks the final
-// state; on an SQLite file a second run resumes what the first left and
-// continues at the next revisions.
+// over a simulated lossy link, or with --http over the HTTPS binding through
+// a fault proxy, to a receiver (in memory, in the same SQLite file, or on
+// MariaDB with --mysql), finalizes them and checks the final state; on an
+// SQLite file a second run resumes what the first left and continues at
+// the next revisions.
+//
+// serve runs the receiver over HTTPS (SPEC.md §11) on a STORE — memory,
+// sqlite:FILE or mysql:DSN — with client-certificate or bearer-token
+// authentication, a reconciler, /healthz and Prometheus /metrics. commit
+// puts one discovery cycle in an on-board outbox and publish posts the
+// pending entries to a serve URL until they are delivered. status,
+// reconcile, discard and prune are the operator's commands over any STORE.
 //
 // Every problem found is reported on standard error, one per line, with its
 // location. The exit status is 0 on success, 1 when the input is invalid, a
