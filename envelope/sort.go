@@ -222,7 +222,9 @@ func (s *keySorter) scatter(es, tmp []sortEntry) (count [256]int32, ok bool) {
 // has left: one that ended within the word comes first, and entries ending
 // together have equal components.
 func (s *keySorter) ends(es, tmp []sortEntry, comp, depth int) {
-	slices.SortFunc(es, func(a, b sortEntry) int { return int(a.n - b.n) })
+	if !sameEnds(es) {
+		slices.SortFunc(es, func(a, b sortEntry) int { return int(a.n - b.n) })
+	}
 	for start := 0; start < len(es); {
 		end := start + 1
 		for end < len(es) && es[end].n == es[start].n {
@@ -237,6 +239,17 @@ func (s *keySorter) ends(es, tmp []sortEntry, comp, depth int) {
 		}
 		start = end
 	}
+}
+
+// sameEnds reports whether the components of es have equally many bytes
+// left, as those sharing a long prefix do.
+func sameEnds(es []sortEntry) bool {
+	for _, e := range es {
+		if e.n != es[0].n {
+			return false
+		}
+	}
+	return true
 }
 
 // insertion orders a short es, whose words are loaded at depth, by
