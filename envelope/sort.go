@@ -97,11 +97,11 @@ func sortForBuild(in []*catalog.Record) sortedRecords {
 
 // A keySorter holds the sort keys of records: keys[i] is record i's. A key
 // has two components: its kind byte followed by its path, and its
-// source_ref.
-// Comparing the components in turn, bytewise, then the input position, is
-// exactly catalog.Compare with input order as the tie-break: the kind byte
-// orders the kinds as catalog.Kind does, and a fixed-length prefix keeps
-// bytewise order.
+// source_ref. Comparing the components in turn, bytewise, then the input
+// position, is exactly catalog.Compare with input order as the tie-break:
+// the kind byte orders the kinds as catalog.Kind does, and a fixed-length
+// prefix keeps bytewise order. The kind byte is not stored: word and
+// compareFrom read it from the key.
 type keySorter struct {
 	keys    []catalog.Key
 	entries []sortEntry
@@ -253,7 +253,8 @@ func sameEnds(es []sortEntry) bool {
 }
 
 // insertion orders a short es, whose words are loaded at depth, by
-// insertion: words first, the arena only for entries whose words tie.
+// insertion: words first, the keys' strings only for entries whose words
+// tie.
 func (s *keySorter) insertion(es []sortEntry, comp, depth int) {
 	for k := 1; k < len(es); k++ {
 		for j := k; j > 0 && s.less(es[j], es[j-1], comp, depth); j-- {
