@@ -246,6 +246,29 @@ func (f *revisionFlag) Set(s string) error {
 	return nil
 }
 
+// durationFlag is a Go duration: positive, and at least min when min is
+// set. d holds the default until the flag is set.
+type durationFlag struct {
+	d, min time.Duration
+	set    bool
+}
+
+func (f *durationFlag) String() string { return "" }
+func (f *durationFlag) Set(s string) error {
+	if f.set {
+		return errTwice
+	}
+	d, err := time.ParseDuration(s)
+	switch {
+	case f.min > 0 && (err != nil || d < f.min):
+		return fmt.Errorf("must be a duration of at least %v, such as 90s or 5m", f.min)
+	case err != nil || d <= 0:
+		return errors.New("must be a positive duration such as 30s, 5m or 1h")
+	}
+	f.d, f.set = d, true
+	return nil
+}
+
 type timeFlag struct {
 	t   time.Time
 	set bool

@@ -1,10 +1,7 @@
 package main
 
 import (
-	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -13,7 +10,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/yachtmemory/sourcecatalog/internal/dbtest"
 	"github.com/yachtmemory/sourcecatalog/internal/demo"
 )
 
@@ -103,11 +99,7 @@ func schemaExists(t *testing.T, admin *sql.DB, name string) bool {
 }
 
 func TestDemoMySQL(t *testing.T) {
-	cfg := dbtest.MySQL(t)
-	cfg.DBName = ""
-	admin, err := sql.Open("mysql", cfg.FormatDSN())
-	require.NoError(t, err)
-	t.Cleanup(func() { admin.Close() })
+	cfg, admin := mysqlAdmin(t)
 
 	t.Run("throwaway schema", func(t *testing.T) {
 		r := cli(t, "", "demo", "--seed", "3", "--mysql", cfg.FormatDSN())
@@ -129,16 +121,7 @@ func TestDemoMySQL(t *testing.T) {
 	})
 
 	t.Run("named schema", func(t *testing.T) {
-		var suffix [6]byte
-		rand.Read(suffix[:])
-		name := "sourcecatalog_test_" + hex.EncodeToString(suffix[:])
-		_, err := admin.ExecContext(context.Background(), "CREATE DATABASE "+name+" CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin")
-		require.NoError(t, err)
-		t.Cleanup(func() {
-			if _, err := admin.ExecContext(context.Background(), "DROP DATABASE "+name); err != nil {
-				t.Errorf("drop %s: %v", name, err)
-			}
-		})
+		name := throwawayDatabase(t, admin, "sourcecatalog_test_")
 		named := cfg.Clone()
 		named.DBName = name
 		r := cli(t, "", "demo", "--seed", "5", "--mysql", named.FormatDSN())

@@ -47,31 +47,26 @@ func newServeMetrics() *serveMetrics {
 	const ns = "sourcecatalog"
 	m := &serveMetrics{
 		reg: prometheus.NewRegistry(),
-		messages: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: ns, Name: "messages_total",
-			Help: "HTTP requests answered, by outcome (receipt status, refusal class, unauthenticated, method_not_allowed, bad_request) and HTTP status code.",
-		}, []string{"outcome", "code"}),
-		receives: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: ns, Name: "receives_total",
-			Help: "Messages handed to the Receiver, by op (ReceiveManifest, ReceiveChunk) and outcome (receipt status or refusal class).",
-		}, []string{"op", "outcome"}),
-		finalizes: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: ns, Name: "finalize_total",
-			Help: "Finalize calls, after a receipt or by reconciliation, by outcome (staging, activated, already_active, superseded, rejected, or the class of an error).",
-		}, []string{"outcome"}),
+		messages: counterVec(ns, "messages_total",
+			"HTTP requests answered, by outcome (receipt status, refusal class, unauthenticated, method_not_allowed, bad_request) and HTTP status code.",
+			"outcome", "code"),
+		receives: counterVec(ns, "receives_total",
+			"Messages handed to the Receiver, by op (ReceiveManifest, ReceiveChunk) and outcome (receipt status or refusal class).",
+			"op", "outcome"),
+		finalizes: counterVec(ns, "finalize_total",
+			"Finalize calls, after a receipt or by reconciliation, by outcome (staging, activated, already_active, superseded, rejected, or the class of an error).",
+			"outcome"),
 		durations: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: ns, Name: "finalize_duration_seconds",
 			Help:    "Duration of Finalize calls by outcome; outcome=\"activated\" is the activation time.",
 			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
 		}, []string{"outcome"}),
-		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: ns, Name: "store_retries_total",
-			Help: "Store transactions run again after a transient failure such as a deadlock, by the Receiver method (op).",
-		}, []string{"op"}),
-		reconciles: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: ns, Name: "reconcile_total",
-			Help: "Reconciliations of one vessel, or failures to list the vessels, by result (ok, or the class of the error).",
-		}, []string{"result"}),
+		retries: counterVec(ns, "store_retries_total",
+			"Store transactions run again after a transient failure such as a deadlock, by the Receiver method (op).",
+			"op"),
+		reconciles: counterVec(ns, "reconcile_total",
+			"Reconciliations of one vessel, or failures to list the vessels, by result (ok, or the class of the error).",
+			"result"),
 		snapshots:      stagingGauge(ns, "staging_snapshots", "Snapshots staged, by vessel and bound (incomplete: still staging; retained: finalized and kept)."),
 		snapshotsLimit: stagingGauge(ns, "staging_snapshots_limit", "The bound on staging_snapshots, by vessel and bound."),
 		bytes:          stagingGauge(ns, "staging_bytes", "Bytes staged, by vessel and bound (incomplete: still staging; retained: finalized and kept)."),
@@ -84,6 +79,10 @@ func newServeMetrics() *serveMetrics {
 		m.snapshots, m.snapshotsLimit, m.bytes, m.bytesLimit,
 	)
 	return m
+}
+
+func counterVec(ns, name, help string, labels ...string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: name, Help: help}, labels)
 }
 
 func stagingGauge(ns, name, help string) *prometheus.GaugeVec {

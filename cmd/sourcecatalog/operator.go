@@ -206,6 +206,21 @@ func (f *operatorFlags) vessels(ctx context.Context, r *finalize.Receiver, stagi
 	return r.Vessels(ctx, staging)
 }
 
+// report writes out as JSON with --json, or prints it; then, when failed
+// vessels failed, it fails with failure, whose one %s is their number.
+func (f *operatorFlags) report(e *env, c *command, out any, show func(), failed int, failure string) int {
+	status := exitOK
+	if f.asJSON.on {
+		status = writeJSON(e, c, out)
+	} else {
+		show()
+	}
+	if failed > 0 {
+		return c.failf(e, failure, plural(failed, "vessel"))
+	}
+	return status
+}
+
 // ---------------------------------------------------------------------------
 // status
 
@@ -262,16 +277,7 @@ func runReconcile(e *env, c *command, args []string) int {
 			}
 			out.Vessels = append(out.Vessels, v)
 		}
-		status := exitOK
-		if f.asJSON.on {
-			status = writeJSON(e, c, out)
-		} else {
-			printReconcile(e, out)
-		}
-		if failed > 0 {
-			return c.failf(e, "the reconciliation of %s failed", plural(failed, "vessel"))
-		}
-		return status
+		return f.report(e, c, out, func() { printReconcile(e, out) }, failed, "the reconciliation of %s failed")
 	})
 }
 
@@ -383,16 +389,7 @@ func runPrune(e *env, c *command, args []string) int {
 			}
 			out.Vessels = append(out.Vessels, v)
 		}
-		status := exitOK
-		if f.asJSON.on {
-			status = writeJSON(e, c, out)
-		} else {
-			printPrune(e, out)
-		}
-		if failed > 0 {
-			return c.failf(e, "pruning %s failed", plural(failed, "vessel"))
-		}
-		return status
+		return f.report(e, c, out, func() { printPrune(e, out) }, failed, "pruning %s failed")
 	})
 }
 

@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -156,22 +154,9 @@ var sqliteBackend = opBackend{"sqlite", func(t *testing.T) (string, func(func(*f
 // mysqlBackend makes a throwaway database for each store, on the server
 // dbtest.MySQLEnv names.
 var mysqlBackend = opBackend{"mysql", func(t *testing.T) (string, func(func(*finalize.Receiver))) {
-	cfg := dbtest.MySQL(t).Clone()
-	cfg.DBName = ""
-	admin, err := sql.Open("mysql", cfg.FormatDSN())
-	require.NoError(t, err)
-	t.Cleanup(func() { admin.Close() })
-	var suffix [6]byte
-	rand.Read(suffix[:])
-	cfg.DBName = "sourcecatalog_cmdtest_" + hex.EncodeToString(suffix[:])
+	cfg, admin := mysqlAdmin(t)
+	cfg.DBName = throwawayDatabase(t, admin, "sourcecatalog_cmdtest_")
 	ctx := context.Background()
-	_, err = admin.ExecContext(ctx, "CREATE DATABASE "+cfg.DBName+" CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin")
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		if _, err := admin.ExecContext(context.Background(), "DROP DATABASE "+cfg.DBName); err != nil {
-			t.Errorf("drop %s: %v", cfg.DBName, err)
-		}
-	})
 	db, err := sql.Open("mysql", cfg.FormatDSN())
 	require.NoError(t, err)
 	t.Cleanup(func() { db.Close() })

@@ -376,22 +376,3 @@ func sleep(ctx context.Context, d time.Duration) bool {
 		return false
 	}
 }
-
-// durationFlag is a positive Go duration, given at most once.
-type durationFlag struct {
-	d   time.Duration
-	set bool
-}
-
-func (f *durationFlag) String() string { return "" }
-func (f *durationFlag) Set(s string) error {
-	if f.set {
-		return errTwice
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d <= 0 {
-		return errors.New("must be a positive duration such as 30s, 5m or 1h")
-	}
-	f.d, f.set = d, true
-	return nil
-}

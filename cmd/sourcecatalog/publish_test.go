@@ -2,18 +2,8 @@ package main
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -21,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/yachtmemory/sourcecatalog/examples"
@@ -32,65 +21,6 @@ import (
 
 // ---------------------------------------------------------------------------
 // A receiver over the HTTP binding, on loopback TLS
-
-// A pubPKI is a certificate authority made for one test, its certificate
-// in caFile.
-type pubPKI struct {
-	cert   *x509.Certificate
-	key    *ecdsa.PrivateKey
-	pool   *x509.CertPool
-	caFile string
-}
-
-var pubSerial atomic.Int64
-
-func newPubPKI(t *testing.T, dir string) *pubPKI {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(pubSerial.Add(1)), Subject: pkix.Name{CommonName: "operator CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature, BasicConstraintsValid: true, IsCA: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	require.NoError(t, err)
-	cert, err := x509.ParseCertificate(der)
-	require.NoError(t, err)
-	p := &pubPKI{cert: cert, key: key, pool: x509.NewCertPool()}
-	p.pool.AddCert(cert)
-	p.caFile = writeFile(t, dir, "ca.pem", pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
-	return p
-}
-
-// issue signs a leaf certificate from tmpl's names and usages and returns
-// it with its PEM files' contents.
-func (p *pubPKI) issue(t *testing.T, tmpl *x509.Certificate) (tls.Certificate, []byte, []byte) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	tmpl.SerialNumber = big.NewInt(pubSerial.Add(1))
-	tmpl.NotBefore, tmpl.NotAfter = time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour)
-	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.cert, &key.PublicKey, p.key)
-	require.NoError(t, err)
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	require.NoError(t, err)
-	cert := tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
-	return cert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})
-}
-
-// vesselFiles issues a client certificate naming the vessel and returns
-// the --cert and --key files.
-func (p *pubPKI) vesselFiles(t *testing.T, dir string, vessel uuid.UUID) (certFile, keyFile string) {
-	t.Helper()
-	_, certPEM, keyPEM := p.issue(t, &x509.Certificate{
-		Subject:     pkix.Name{CommonName: "vessel"},
-		URIs:        []*url.URL{{Scheme: "urn", Opaque: "uuid:" + vessel.String()}},
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	})
-	return writeFile(t, dir, "vessel.pem", certPEM), writeFile(t, dir, "vessel.key", keyPEM)
-}
 
 // A pubReceiver is a finalize.Receiver on an SQLite file behind
 // httpbinding's Handler, served over TLS on a loopback port.
@@ -104,7 +34,7 @@ type pubReceiver struct {
 	stop           func()
 }
 
-func startReceiver(t *testing.T, pki *pubPKI, dir string, auth httpbinding.Authenticator) *pubReceiver {
+func startReceiver(t *testing.T, pki *testCA, dir string, auth httpbinding.Authenticator) *pubReceiver {
 	t.Helper()
 	r := &pubReceiver{path: filepath.Join(dir, "shore.db")}
 	store, err := sqlitestore.Open(context.Background(), r.path)
@@ -120,12 +50,7 @@ func startReceiver(t *testing.T, pki *pubPKI, dir string, auth httpbinding.Authe
 		r.fail.Store(0)
 		h.ServeHTTP(w, req)
 	}))
-	serverCert, _, _ := pki.issue(t, &x509.Certificate{
-		Subject:     pkix.Name{CommonName: "receiver"},
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	})
-	srv.TLS = httpbinding.ServerTLSConfig(serverCert, pki.pool)
+	srv.TLS = httpbinding.ServerTLSConfig(mustCert(t)(pki.Server()), pki.Pool)
 	srv.StartTLS()
 	r.url = srv.URL + "/v2/messages"
 	r.stop = func() {
@@ -170,22 +95,21 @@ func publishJSONOf(t *testing.T, r result) publishOut {
 // credentials are the two ways a vessel authenticates: the publish flags
 // and the server's Authenticator.
 type credentials struct {
-	name  string
-	make  func(t *testing.T, pki *pubPKI, dir string) ([]string, httpbinding.Authenticator)
-	wrong func(t *testing.T, pki *pubPKI, dir string) []string // refused flags
+	name string
+	make func(t *testing.T, pki *testCA, dir string) ([]string, httpbinding.Authenticator)
 }
 
 var allCredentials = []credentials{
 	{
 		name: "mutual TLS",
-		make: func(t *testing.T, pki *pubPKI, dir string) ([]string, httpbinding.Authenticator) {
-			cert, key := pki.vesselFiles(t, dir, examples.VesselID)
+		make: func(t *testing.T, pki *testCA, dir string) ([]string, httpbinding.Authenticator) {
+			cert, key := writeCert(t, dir, "vessel", mustCert(t)(pki.Vessel(examples.VesselID)))
 			return []string{"--cert", cert, "--key", key}, httpbinding.MutualTLS{}
 		},
 	},
 	{
 		name: "bearer token",
-		make: func(t *testing.T, pki *pubPKI, dir string) ([]string, httpbinding.Authenticator) {
+		make: func(t *testing.T, pki *testCA, dir string) ([]string, httpbinding.Authenticator) {
 			const token = "s3cr3t-t0ken_for.the~boat"
 			tokens, err := httpbinding.ParseTokens(strings.NewReader(httpbinding.TokenHash(token, examples.VesselID) + "\n"))
 			require.NoError(t, err)
@@ -194,21 +118,51 @@ var allCredentials = []credentials{
 	},
 }
 
+// A publishRig is one test's receiver, trusting a vessel's credentials,
+// and the boat's outbox file.
+type publishRig struct {
+	dir, boat string
+	ca        *testCA
+	rcv       *pubReceiver
+	flags     []string // the credentials' publish flags
+}
+
+func newPublishRig(t *testing.T, cred credentials) *publishRig {
+	t.Helper()
+	g := &publishRig{dir: t.TempDir()}
+	g.boat = filepath.Join(g.dir, "boat.db")
+	g.ca = newTestCA(t, g.dir)
+	var auth httpbinding.Authenticator
+	g.flags, auth = cred.make(t, g.ca, g.dir)
+	g.rcv = startReceiver(t, g.ca, g.dir, auth)
+	return g
+}
+
+// commitBoat commits examples.Boat() to the boat's outbox.
+func (g *publishRig) commitBoat(t *testing.T) commitOut {
+	t.Helper()
+	return commitJSONOf(t, "--store", "sqlite:"+g.boat, "--vessel", vesselFlag, recordsFile(t, g.dir, "boat.json", examples.Boat()))
+}
+
+// args is the command line publishing the outbox to the receiver with the
+// credentials, then extra.
+func (g *publishRig) args(outbox string, extra ...string) []string {
+	args := []string{"publish", "--store", "sqlite:" + outbox, "--vessel", vesselFlag, "--url", g.rcv.url, "--ca", g.ca.caFile}
+	return append(append(args, g.flags...), extra...)
+}
+
 // ---------------------------------------------------------------------------
 // publish
 
 func TestPublish(t *testing.T) {
 	for _, cred := range allCredentials {
 		t.Run(cred.name, func(t *testing.T) {
-			dir := t.TempDir()
-			pki := newPubPKI(t, dir)
-			flags, auth := cred.make(t, pki, dir)
-			rcv := startReceiver(t, pki, dir, auth)
-			boat := filepath.Join(dir, "boat.db")
-			first := commitJSONOf(t, "--store", "sqlite:"+boat, "--vessel", vesselFlag, recordsFile(t, dir, "boat.json", examples.Boat()))
-			second := commitJSONOf(t, "--store", "sqlite:"+boat, "--vessel", vesselFlag, recordsFile(t, dir, "scaled.json", examples.Scaled(600)))
+			g := newPublishRig(t, cred)
+			rcv, boat := g.rcv, g.boat
+			first := g.commitBoat(t)
+			second := commitJSONOf(t, "--store", "sqlite:"+boat, "--vessel", vesselFlag, recordsFile(t, g.dir, "scaled.json", examples.Scaled(600)))
 			entries := first.Entries + second.Entries
-			args := append([]string{"publish", "--store", "sqlite:" + boat, "--vessel", vesselFlag, "--url", rcv.url, "--ca", pki.caFile, "--receiver-v2"}, flags...)
+			args := g.args(boat, "--receiver-v2")
 
 			r := cli(t, "", append(args, "--json")...)
 			require.Equal(t, exitOK, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
@@ -251,35 +205,28 @@ func TestPublish(t *testing.T) {
 }
 
 func TestPublishCapabilityGate(t *testing.T) {
-	dir := t.TempDir()
-	pki := newPubPKI(t, dir)
-	flags, auth := allCredentials[0].make(t, pki, dir)
-	rcv := startReceiver(t, pki, dir, auth)
-	boat := filepath.Join(dir, "boat.db")
-	commitJSONOf(t, "--store", "sqlite:"+boat, "--vessel", vesselFlag, recordsFile(t, dir, "boat.json", examples.Boat()))
+	g := newPublishRig(t, allCredentials[0])
+	g.commitBoat(t)
 
 	for _, extra := range [][]string{nil, {"--json"}} {
-		r := cli(t, "", append(append([]string{"publish", "--store", "sqlite:" + boat, "--vessel", vesselFlag, "--url", rcv.url, "--ca", pki.caFile}, flags...), extra...)...)
+		r := cli(t, "", g.args(g.boat, extra...)...)
 		assert.Equal(t, exitInvalid, r.code)
 		assert.Empty(t, r.stdout)
 		assert.Contains(t, r.stderr, "sourcecatalog publish: the receiver is not declared v2-capable: nothing sent. Pass --receiver-v2")
 	}
-	assert.Zero(t, rcv.requests.Load(), "nothing was sent")
-	pending, _ := outboxPending(t, boat, examples.VesselID)
+	assert.Zero(t, g.rcv.requests.Load(), "nothing was sent")
+	pending, _ := outboxPending(t, g.boat, examples.VesselID)
 	assert.Equal(t, 3, pending)
 }
 
 func TestPublishRetries(t *testing.T) {
 	fastBackoff(t)
-	dir := t.TempDir()
-	pki := newPubPKI(t, dir)
-	flags, auth := allCredentials[1].make(t, pki, dir)
-	rcv := startReceiver(t, pki, dir, auth)
-	boat := filepath.Join(dir, "boat.db")
-	commitJSONOf(t, "--store", "sqlite:"+boat, "--vessel", vesselFlag, recordsFile(t, dir, "boat.json", examples.Boat()))
+	g := newPublishRig(t, allCredentials[1])
+	rcv := g.rcv
+	g.commitBoat(t)
 	rcv.fail.Store(4) // the first pass fails in full, the second in part
 
-	r := cli(t, "", append([]string{"publish", "--store", "sqlite:" + boat, "--vessel", vesselFlag, "--url", rcv.url, "--ca", pki.caFile, "--receiver-v2"}, flags...)...)
+	r := cli(t, "", g.args(g.boat, "--receiver-v2")...)
 	require.Equal(t, exitOK, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
 	assert.Equal(t, int64(3+4), rcv.requests.Load())
 	for _, want := range []string{
@@ -302,15 +249,11 @@ func TestPublishRetries(t *testing.T) {
 
 func TestPublishBackoffDoubles(t *testing.T) {
 	fastBackoff(t)
-	dir := t.TempDir()
-	pki := newPubPKI(t, dir)
-	flags, auth := allCredentials[0].make(t, pki, dir)
-	rcv := startReceiver(t, pki, dir, auth)
-	boat := filepath.Join(dir, "boat.db")
-	commitJSONOf(t, "--store", "sqlite:"+boat, "--vessel", vesselFlag, recordsFile(t, dir, "boat.json", examples.Boat()))
-	rcv.fail.Store(12) // four passes fail in full
+	g := newPublishRig(t, allCredentials[0])
+	g.commitBoat(t)
+	g.rcv.fail.Store(12) // four passes fail in full
 
-	r := cli(t, "", append([]string{"publish", "--store", "sqlite:" + boat, "--vessel", vesselFlag, "--url", rcv.url, "--ca", pki.caFile, "--receiver-v2"}, flags...)...)
+	r := cli(t, "", g.args(g.boat, "--receiver-v2")...)
 	require.Equal(t, exitOK, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
 	var waits []string
 	for _, line := range strings.Split(r.stdout, "\n") {
@@ -323,16 +266,12 @@ func TestPublishBackoffDoubles(t *testing.T) {
 
 func TestPublishGivesUp(t *testing.T) {
 	fastBackoff(t)
-	dir := t.TempDir()
-	pki := newPubPKI(t, dir)
-	flags, auth := allCredentials[0].make(t, pki, dir)
-	rcv := startReceiver(t, pki, dir, auth)
-	boat := filepath.Join(dir, "boat.db")
-	commitJSONOf(t, "--store", "sqlite:"+boat, "--vessel", vesselFlag, recordsFile(t, dir, "boat.json", examples.Boat()))
-	rcv.fail.Store(1 << 40)
+	g := newPublishRig(t, allCredentials[0])
+	g.commitBoat(t)
+	g.rcv.fail.Store(1 << 40)
 
 	start := time.Now()
-	r := cli(t, "", append([]string{"publish", "--store", "sqlite:" + boat, "--vessel", vesselFlag, "--url", rcv.url, "--ca", pki.caFile, "--receiver-v2", "--give-up-after", "300ms", "--json"}, flags...)...)
+	r := cli(t, "", g.args(g.boat, "--receiver-v2", "--give-up-after", "300ms", "--json")...)
 	assert.Less(t, time.Since(start), 10*time.Second)
 	assert.Equal(t, exitInvalid, r.code, r.stderr)
 	out := publishJSONOf(t, r)
@@ -347,15 +286,11 @@ func TestPublishGivesUp(t *testing.T) {
 
 func TestPublishRefusedCredentials(t *testing.T) {
 	fastBackoff(t)
-	dir := t.TempDir()
-	pki := newPubPKI(t, dir)
-	_, auth := allCredentials[1].make(t, pki, dir)
-	rcv := startReceiver(t, pki, dir, auth)
-	boat := filepath.Join(dir, "boat.db")
-	commitJSONOf(t, "--store", "sqlite:"+boat, "--vessel", vesselFlag, recordsFile(t, dir, "boat.json", examples.Boat()))
+	g := newPublishRig(t, allCredentials[1])
+	g.commitBoat(t)
 
-	wrong := writeFile(t, dir, "wrong-token", []byte("not-the-token\n"))
-	r := cli(t, "", "publish", "--store", "sqlite:"+boat, "--vessel", vesselFlag, "--url", rcv.url, "--ca", pki.caFile, "--receiver-v2", "--token-file", wrong, "--give-up-after", "10s", "--json")
+	g.flags = []string{"--token-file", writeFile(t, g.dir, "wrong-token", []byte("not-the-token\n"))}
+	r := cli(t, "", g.args(g.boat, "--receiver-v2", "--give-up-after", "10s", "--json")...)
 	assert.Equal(t, exitInvalid, r.code)
 	out := publishJSONOf(t, r)
 	assert.Equal(t, "failed", out.Result)
@@ -368,14 +303,12 @@ func TestPublishRefusedCredentials(t *testing.T) {
 // A conflict stops the snapshot and publishing goes on; identical bytes
 // sent again are already_received.
 func TestPublishConflictAndAlreadyReceived(t *testing.T) {
-	dir := t.TempDir()
-	pki := newPubPKI(t, dir)
-	flags, auth := allCredentials[0].make(t, pki, dir)
-	rcv := startReceiver(t, pki, dir, auth)
+	g := newPublishRig(t, allCredentials[0])
+	dir, rcv := g.dir, g.rcv
 	const snap = "6a0c3e55-8f4b-4c1e-a6a2-90f0e1d2c3b4"
 	boatFile := recordsFile(t, dir, "boat.json", examples.Boat())
 	publishArgs := func(outbox string, extra ...string) []string {
-		return append(append([]string{"publish", "--store", "sqlite:" + filepath.Join(dir, outbox), "--vessel", vesselFlag, "--url", rcv.url, "--ca", pki.caFile, "--receiver-v2"}, flags...), extra...)
+		return g.args(filepath.Join(dir, outbox), append([]string{"--receiver-v2"}, extra...)...)
 	}
 	// Three boats' outboxes with one snapshot id at revision 1: a and b
 	// with the same records and time, c with others.
@@ -412,8 +345,7 @@ func TestPublishConflictAndAlreadyReceived(t *testing.T) {
 
 func TestPublishRefuses(t *testing.T) {
 	dir := t.TempDir()
-	pki := newPubPKI(t, dir)
-	cert, key := pki.vesselFiles(t, dir, examples.VesselID)
+	cert, key := writeCert(t, dir, "vessel", mustCert(t)(newTestCA(t, dir).Vessel(examples.VesselID)))
 	token := writeFile(t, dir, "token", []byte("abc\n"))
 	empty := writeFile(t, dir, "empty-token", []byte("\n\n"))
 	notToken := writeFile(t, dir, "bad-token", []byte("has space\n"))

@@ -156,7 +156,7 @@ type serveFlags struct {
 	retain                            retainFlag
 	tlsCert, tlsKey, clientCA, tokens stringFlag
 	insecure                          uuidFlag
-	interval                          intervalFlag
+	interval                          durationFlag
 	migrate                           boolFlag
 	logFormat                         logFormatFlag
 }
@@ -174,7 +174,10 @@ func runServe(e *env, c *command, args []string) int {
 // parseServe parses and checks the command line; on failure it returns the
 // exit status, the problem reported.
 func parseServe(e *env, c *command, args []string) (*serveFlags, int, bool) {
-	f := &serveFlags{admin: stringFlag{s: defaultAdminListen}, insecure: uuidFlag{check: notNil}}
+	f := &serveFlags{
+		admin: stringFlag{s: defaultAdminListen}, insecure: uuidFlag{check: notNil},
+		interval: durationFlag{d: httpbinding.DefaultReconcileInterval, min: time.Second},
+	}
 	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
 	fs.Var(&f.listen, "listen", "")
 	fs.Var(&f.admin, "admin-listen", "")
@@ -288,7 +291,7 @@ func (f *serveFlags) serve(ctx context.Context, stop func(), e *env, c *command)
 	servers, serving := []*http.Server{srv}, make(chan error, 2)
 	go func() { serving <- serveOn(srv, ln, tlsConfig != nil) }()
 	logger.Info("listening", "addr", ln.Addr().String(), "tls", tlsConfig != nil, "auth", authName,
-		"store", st.name, "retain", f.retain.String(), "reconcile_interval", f.interval.get().String())
+		"store", st.name, "retain", f.retain.String(), "reconcile_interval", f.interval.d.String())
 	if f.insecure.set {
 		logger.Warn("authentication is off: every request is taken as sent by the vessel", "vessel", f.insecure.id.String())
 	}
@@ -302,7 +305,7 @@ func (f *serveFlags) serve(ctx context.Context, stop func(), e *env, c *command)
 	reconcileCtx, stopReconciler := context.WithCancel(context.WithoutCancel(ctx))
 	var reconciling sync.WaitGroup
 	reconciling.Go(func() {
-		rc := httpbinding.Reconciler{Receiver: recv, Interval: f.interval.get(), Observer: observeBinding}
+		rc := httpbinding.Reconciler{Receiver: recv, Interval: f.interval.d, Observer: observeBinding}
 		_ = rc.Run(reconcileCtx) // failures go to the observer
 	})
 	clean := waitForStop(ctx, stop, logger, serving)
@@ -618,34 +621,6 @@ func (f *retainFlag) options() []finalize.Option {
 		return nil
 	}
 	return []finalize.Option{finalize.WithRetention(f.n)}
-}
-
-// intervalFlag is --reconcile-interval: a duration of at least a second.
-type intervalFlag struct {
-	d   time.Duration
-	set bool
-}
-
-func (f *intervalFlag) String() string { return "" }
-func (f *intervalFlag) Set(s string) error {
-	if f.set {
-		return errTwice
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d < time.Second {
-		return errors.New("must be a duration of at least 1s, such as 90s or 5m")
-	}
-	f.d, f.set = d, true
-	return nil
-}
-
-// get returns the interval, httpbinding.DefaultReconcileInterval when not
-// set.
-func (f *intervalFlag) get() time.Duration {
-	if !f.set {
-		return httpbinding.DefaultReconcileInterval
-	}
-	return f.d
 }
 
 // logFormatFlag is --log-format text|json.

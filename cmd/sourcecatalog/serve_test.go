@@ -3,25 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"database/sql"
-	"encoding/hex"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -38,7 +28,6 @@ import (
 	"github.com/yachtmemory/sourcecatalog/finalize"
 	"github.com/yachtmemory/sourcecatalog/finalize/memstore"
 	"github.com/yachtmemory/sourcecatalog/httpbinding"
-	"github.com/yachtmemory/sourcecatalog/internal/dbtest"
 	"github.com/yachtmemory/sourcecatalog/sqlitestore"
 )
 
@@ -49,70 +38,19 @@ import (
 // certificate for 127.0.0.1 and a client certificate for the example
 // vessel, written as PEM files in a directory.
 type servePKI struct {
-	ca                    *x509.Certificate
-	caKey                 *ecdsa.PrivateKey
-	caFile                string
+	*testCA
 	serverCert, serverKey string // files
 	clientCert, clientKey string // files, for examples.VesselID
-	serverTLS             tls.Certificate
 	clientTLS             tls.Certificate
-	vesselURI             *url.URL
 }
 
 func newServePKI(t *testing.T, dir string) *servePKI {
 	t.Helper()
-	key := serveKey(t)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "serve test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true, IsCA: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	require.NoError(t, err)
-	ca, err := x509.ParseCertificate(der)
-	require.NoError(t, err)
-	p := &servePKI{ca: ca, caKey: key, caFile: filepath.Join(dir, "ca.pem")}
-	require.NoError(t, os.WriteFile(p.caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644))
-	p.serverTLS, p.serverCert, p.serverKey = p.issue(t, dir, "server", &x509.Certificate{
-		Subject: pkix.Name{CommonName: "receiver"}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	})
-	p.vesselURI = &url.URL{Scheme: "urn", Opaque: "uuid:" + examples.VesselID.String()}
-	p.clientTLS, p.clientCert, p.clientKey = p.issue(t, dir, "client", &x509.Certificate{
-		Subject: pkix.Name{CommonName: "vessel"}, URIs: []*url.URL{p.vesselURI},
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	})
+	p := &servePKI{testCA: newTestCA(t, dir)}
+	p.serverCert, p.serverKey = writeCert(t, dir, "server", mustCert(t)(p.Server()))
+	p.clientTLS = mustCert(t)(p.Vessel(examples.VesselID))
+	p.clientCert, p.clientKey = writeCert(t, dir, "client", p.clientTLS)
 	return p
-}
-
-func serveKey(t *testing.T) *ecdsa.PrivateKey {
-	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	return k
-}
-
-// issue signs a leaf certificate of tmpl's names and usages and writes it
-// and its key to dir/NAME.pem and dir/NAME-key.pem.
-func (p *servePKI) issue(t *testing.T, dir, name string, tmpl *x509.Certificate) (tls.Certificate, string, string) {
-	t.Helper()
-	key := serveKey(t)
-	serial, err := rand.Int(rand.Reader, big.NewInt(1<<62))
-	require.NoError(t, err)
-	tmpl.SerialNumber = serial
-	tmpl.NotBefore, tmpl.NotAfter = time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour)
-	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.ca, &key.PublicKey, p.caKey)
-	require.NoError(t, err)
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	require.NoError(t, err)
-	certFile, keyFile := filepath.Join(dir, name+".pem"), filepath.Join(dir, name+"-key.pem")
-	require.NoError(t, os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644))
-	require.NoError(t, os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600))
-	leaf, err := x509.ParseCertificate(der)
-	require.NoError(t, err)
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, certFile, keyFile
 }
 
 // serveSnapshot builds a snapshot of the example vessel at revision that
@@ -361,7 +299,7 @@ func TestServeDefaults(t *testing.T) {
 		"--tls-cert", "c", "--tls-key", "k", "--client-ca", "ca"})
 	require.True(t, ok)
 	assert.Equal(t, "127.0.0.1:9464", f.admin.s, "the admin listener is on loopback unless told")
-	assert.Equal(t, httpbinding.DefaultReconcileInterval, f.interval.get())
+	assert.Equal(t, httpbinding.DefaultReconcileInterval, f.interval.d)
 	assert.False(t, f.logFormat.json)
 	assert.False(t, f.migrate.on)
 	assert.Empty(t, f.retain.options(), "all prunes nothing")
@@ -617,10 +555,8 @@ func TestCertOrToken(t *testing.T) {
 	dir := t.TempDir()
 	pki := newServePKI(t, dir)
 	other := uuid.MustParse("0b1c2d3e-4f50-4617-8a9b-acbdcedf0011")
-	otherCert, _, _ := pki.issue(t, dir, "other", &x509.Certificate{
-		URIs: []*url.URL{{Scheme: "urn", Opaque: "uuid:" + other.String()}}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	})
-	noSAN, _, _ := pki.issue(t, dir, "nosan", &x509.Certificate{ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+	otherCert := mustCert(t)(pki.Vessel(other))
+	noSAN := mustCert(t)(pki.Client())
 	tokens, err := httpbinding.ParseTokens(strings.NewReader(
 		httpbinding.TokenHash("vessel-token", examples.VesselID) + "\n" + httpbinding.TokenHash("other-token", other) + "\n"))
 	require.NoError(t, err)
@@ -650,7 +586,7 @@ func TestCertOrToken(t *testing.T) {
 			r := httptest.NewRequest("POST", "https://receiver/", nil)
 			r.TLS = &tls.ConnectionState{}
 			if tc.cert != nil {
-				r.TLS.VerifiedChains = [][]*x509.Certificate{{tc.cert, pki.ca}}
+				r.TLS.VerifiedChains = [][]*x509.Certificate{{tc.cert, pki.Cert}}
 			}
 			if tc.token != "" {
 				r.Header.Set("Authorization", "Bearer "+tc.token)
@@ -771,21 +707,8 @@ func TestServeReconcilesAtStartup(t *testing.T) {
 // On MariaDB, serve refuses a schema that is not current unless
 // --migrate, which creates it; the DSN's password is never printed.
 func TestServeMySQLMigrate(t *testing.T) {
-	cfg := dbtest.MySQL(t)
-	cfg.DBName = ""
-	admin, err := sql.Open("mysql", cfg.FormatDSN())
-	require.NoError(t, err)
-	t.Cleanup(func() { admin.Close() })
-	var suffix [6]byte
-	rand.Read(suffix[:])
-	name := "sourcecatalog_serve_" + hex.EncodeToString(suffix[:])
-	_, err = admin.ExecContext(context.Background(), "CREATE DATABASE "+name+" CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin")
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		if _, err := admin.ExecContext(context.Background(), "DROP DATABASE "+name); err != nil {
-			t.Errorf("drop %s: %v", name, err)
-		}
-	})
+	cfg, admin := mysqlAdmin(t)
+	name := throwawayDatabase(t, admin, "sourcecatalog_serve_")
 	named := cfg.Clone()
 	named.DBName = name
 	args := []string{"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--store", "mysql:" + named.FormatDSN(),

@@ -12,6 +12,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/pem"
 	"fmt"
 	"math/big"
 	"net"
@@ -92,6 +93,26 @@ func sign(tmpl, parent *x509.Certificate, pub any, signer *ecdsa.PrivateKey) (*x
 		return nil, nil, fmt.Errorf("testpki: %w", err)
 	}
 	return cert, der, nil
+}
+
+// CertPEM returns the CA's certificate PEM-encoded, as a file of trusted
+// roots or client CAs holds it.
+func (ca *CA) CertPEM() []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.Cert.Raw})
+}
+
+// PEM returns c's certificate chain and its private key PEM-encoded, the
+// key in PKCS #8: the certificate and key files a TLS server or client
+// loads.
+func PEM(c tls.Certificate) (certPEM, keyPEM []byte, err error) {
+	for _, der := range c.Certificate {
+		certPEM = append(certPEM, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})...)
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(c.PrivateKey)
+	if err != nil {
+		return nil, nil, fmt.Errorf("testpki: %w", err)
+	}
+	return certPEM, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), nil
 }
 
 // Server issues a server certificate for the IP address 127.0.0.1.

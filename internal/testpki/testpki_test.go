@@ -1,6 +1,8 @@
 package testpki_test
 
 import (
+	"crypto"
+	"crypto/tls"
 	"crypto/x509"
 	"net"
 	"testing"
@@ -43,4 +45,22 @@ func TestCertificates(t *testing.T) {
 	again, err := ca.Vessel(id)
 	require.NoError(t, err)
 	assert.NotEqual(t, v.Leaf.SerialNumber, again.Leaf.SerialNumber, "serial numbers are unique")
+}
+
+// The PEM files load back as the same CA and the same certificate and key.
+func TestPEM(t *testing.T) {
+	ca, err := testpki.NewCA("test CA")
+	require.NoError(t, err)
+	pool := x509.NewCertPool()
+	require.True(t, pool.AppendCertsFromPEM(ca.CertPEM()))
+	assert.True(t, pool.Equal(ca.Pool))
+
+	v, err := ca.Vessel(uuid.New())
+	require.NoError(t, err)
+	certPEM, keyPEM, err := testpki.PEM(v)
+	require.NoError(t, err)
+	loaded, err := tls.X509KeyPair(certPEM, keyPEM)
+	require.NoError(t, err)
+	assert.Equal(t, v.Certificate, loaded.Certificate)
+	assert.True(t, loaded.PrivateKey.(interface{ Equal(crypto.PrivateKey) bool }).Equal(v.PrivateKey))
 }
