@@ -77,7 +77,8 @@ func serveCurl(t *testing.T, url string, args ...string) serveAnswer {
 // message by message over mutual TLS is staged, acknowledged, activated
 // and counted; a resend with a bearer token is already_received; missing
 // credentials are 401 and another vessel's token 403; /healthz and /metrics
-// answer on the admin listener; SIGTERM ends it cleanly with status 0.
+// answer on the admin listener; status --json, run beside it, shows the
+// activation; SIGTERM ends it cleanly with status 0.
 func TestServeProcess(t *testing.T) {
 	if testing.Short() && os.Getenv("CI") != "true" {
 		t.Skip("builds the binary and runs it")
@@ -173,6 +174,20 @@ func TestServeProcess(t *testing.T) {
 		assertMetric(t, a.body, want)
 	}
 
+	// The operator's status, another process on the same file while serve
+	// runs, shows the activation.
+	out, err := exec.Command(bin, "status", "--store", "sqlite:"+db, "--vessel", vesselFlag, "--json").Output()
+	require.NoError(t, err, "status --json")
+	var st statusOut
+	decodeStrict(t, string(out), &st)
+	require.Len(t, st.Vessels, 1, "%s", out)
+	v := st.Vessels[0]
+	require.NotNil(t, v.Active, "%s", out)
+	assert.Equal(t, activeOut{SnapshotID: sid, Revision: 5, DiscoveredAt: envelope.FormatTime(snap.Manifest.DiscoveredAt)}, *v.Active)
+	require.NotNil(t, v.LastOutcome, "%s", out)
+	assert.Equal(t, "activated", v.LastOutcome.Outcome)
+	assert.Equal(t, int64(1), v.Usage.RetainedSnapshots.Used)
+
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 	select {
 	case err := <-exited:
@@ -187,8 +202,4 @@ func TestServeProcess(t *testing.T) {
 	for _, secret := range []string{"vessel-token", "other-token"} {
 		assert.NotContains(t, logged, secret)
 	}
-
-	id, rev := activeSnapshot(t, db)
-	assert.Equal(t, snap.Manifest.SnapshotID, id)
-	assert.Equal(t, int64(5), rev)
 }
