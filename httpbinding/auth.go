@@ -56,23 +56,43 @@ func InsecureNoAuth(vessel uuid.UUID) Authenticator {
 
 func (a insecureNoAuth) Authenticate(*http.Request) (finalize.Origin, error) { return a.origin, nil }
 
-// MutualTLS authenticates a request by its client certificate: the vessel
-// id is the certificate's one URI SAN of the form urn:uuid:<uuid>, the UUID
-// in canonical lowercase form (SPEC.md §2.1). Only a chain crypto/tls
-// verified against the operator's client CAs counts
-// (r.TLS.VerifiedChains; see [ServerTLSConfig]): a request without one is
-// ErrNoCredentials, a verified leaf with no such SAN, several, or a nil
-// UUID is ErrBadCredentials.
-type MutualTLS struct{}
+// MutualTLS authenticates a request by its client certificate, which it
+// verifies itself against ClientCAs, for client authentication, at the
+// time of the request (crypto/tls only asks for it: see
+// [ServerTLSConfig]), so that every refusal is a 401 the Handler answers
+// and observes. The vessel id is the certificate's one URI SAN of the form
+// urn:uuid:<uuid>, the UUID in canonical lowercase form (SPEC.md §2.1). A
+// request without a certificate is ErrNoCredentials; a certificate that
+// does not verify — expired, of another CA, not for client authentication,
+// or any certificate when ClientCAs is nil — or that names no vessel,
+// several, or a nil UUID is ErrBadCredentials.
+type MutualTLS struct {
+	ClientCAs *x509.CertPool
+}
 
 var _ Authenticator = MutualTLS{}
 
 // Authenticate implements Authenticator.
-func (MutualTLS) Authenticate(r *http.Request) (finalize.Origin, error) {
-	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || len(r.TLS.VerifiedChains[0]) == 0 {
+func (m MutualTLS) Authenticate(r *http.Request) (finalize.Origin, error) {
+	if r.TLS == nil || len(r.TLS.PeerCertificates) == 0 {
 		return finalize.Origin{}, ErrNoCredentials
 	}
-	id, err := VesselOfCertificate(r.TLS.VerifiedChains[0][0])
+	if m.ClientCAs == nil {
+		return finalize.Origin{}, badCredentials("no client certificate authority is configured")
+	}
+	leaf := r.TLS.PeerCertificates[0]
+	intermediates := x509.NewCertPool()
+	for _, c := range r.TLS.PeerCertificates[1:] {
+		intermediates.AddCert(c)
+	}
+	_, err := leaf.Verify(x509.VerifyOptions{
+		Roots: m.ClientCAs, Intermediates: intermediates,
+		KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	})
+	if err != nil {
+		return finalize.Origin{}, badCredentials("the client certificate does not verify: " + err.Error())
+	}
+	id, err := VesselOfCertificate(leaf)
 	if err != nil {
 		return finalize.Origin{}, err
 	}
@@ -111,15 +131,11 @@ func (e *credentialError) Unwrap() error { return ErrBadCredentials }
 
 // ServerTLSConfig returns the server's TLS configuration: TLS 1.2 at
 // least, HTTP/1.1 only, the server's certificate, and — when clientCAs is
-// not nil — client certificates verified against clientCAs
-// (tls.VerifyClientCertIfGiven) for [MutualTLS].
-//
-// A client that presents no certificate completes the handshake and is
-// answered 401 by the Handler; a client whose certificate fails
-// verification (expired, of another CA, not for client authentication) is
-// refused in the handshake with a TLS alert and never reaches HTTP. An
-// operator who wants the handshake to refuse a missing certificate too may
-// set ClientAuth to tls.RequireAndVerifyClientCert on the result.
+// not nil — a request for a client certificate of those authorities
+// (tls.RequestClientCert), which [MutualTLS] with the same clientCAs
+// verifies. The handshake refuses no client certificate, so that a
+// missing, expired or foreign one is answered 401 by the Handler, which
+// observes it.
 func ServerTLSConfig(cert tls.Certificate, clientCAs *x509.CertPool) *tls.Config {
 	c := &tls.Config{
 		MinVersion:   tls.VersionTLS12,
@@ -127,8 +143,8 @@ func ServerTLSConfig(cert tls.Certificate, clientCAs *x509.CertPool) *tls.Config
 		NextProtos:   []string{"http/1.1"},
 	}
 	if clientCAs != nil {
-		c.ClientCAs = clientCAs
-		c.ClientAuth = tls.VerifyClientCertIfGiven
+		c.ClientCAs = clientCAs // named in the certificate request
+		c.ClientAuth = tls.RequestClientCert
 	}
 	return c
 }

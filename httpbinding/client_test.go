@@ -209,5 +209,5 @@ func TestNewServerRefuses(t *testing.T) {
 	assert.Equal(t, httpbinding.DefaultTimeouts.Idle, srv.IdleTimeout)
 	assert.Equal(t, httpbinding.MaxHeaderBytes, srv.MaxHeaderBytes)
 	assert.Equal(t, uint16(tls.VersionTLS12), srv.TLSConfig.MinVersion)
-	assert.Equal(t, tls.VerifyClientCertIfGiven, srv.TLSConfig.ClientAuth)
+	assert.Equal(t, tls.RequestClientCert, srv.TLSConfig.ClientAuth, "MutualTLS verifies, so that every refusal is a 401")
 }

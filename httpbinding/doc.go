@@ -38,9 +38,9 @@
 // A vessel's credentials authenticate only that vessel: the Receiver
 // refuses a message naming another vessel (403 foreign_vessel) before
 // staging anything, and the binding offers no way to read. Client
-// certificates are verified by crypto/tls against the operator's CAs
-// (only r.TLS.VerifiedChains is trusted); a certificate that fails is
-// refused in the handshake. Bearer tokens are kept as SHA-256 hashes,
+// certificates are verified by MutualTLS against the operator's CAs, for
+// client authentication and within their validity; a request whose
+// certificate fails is answered 401, like one without. Bearer tokens are kept as SHA-256 hashes,
 // compared in constant time, and refused over a connection without TLS.
 // Every read is bounded: the body (32,768 bytes, the rest never read), the
 // header, each phase of a connection in time, the answer the Client reads

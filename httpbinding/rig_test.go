@@ -89,7 +89,7 @@ func startRig(t *testing.T, cfg rigConfig) *rig {
 		store = r.store
 	}
 	r.recv = finalize.NewReceiver(store)
-	auth := httpbinding.Authenticator(httpbinding.MutualTLS{})
+	auth := httpbinding.Authenticator(httpbinding.MutualTLS{ClientCAs: r.ca.pool})
 	if cfg.auth != nil {
 		auth = cfg.auth(r.ca)
 	}

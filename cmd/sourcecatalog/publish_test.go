@@ -104,7 +104,7 @@ var allCredentials = []credentials{
 		name: "mutual TLS",
 		make: func(t *testing.T, pki *testCA, dir string) ([]string, httpbinding.Authenticator) {
 			cert, key := writeCert(t, dir, "vessel", mustCert(t)(pki.Vessel(examples.VesselID)))
-			return []string{"--cert", cert, "--key", key}, httpbinding.MutualTLS{}
+			return []string{"--cert", cert, "--key", key}, httpbinding.MutualTLS{ClientCAs: pki.Pool}
 		},
 	},
 	{

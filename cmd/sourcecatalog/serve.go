@@ -90,9 +90,9 @@ Flags (each at most once):
   --client-ca FILE     authenticate by client certificate: the CA
                        certificates, PEM, that client certificates must
                        chain to. The vessel is the certificate's one URI SAN
-                       urn:uuid:VESSEL; a certificate that does not verify
-                       (expired, of another CA, not for client
-                       authentication) is refused in the TLS handshake
+                       urn:uuid:VESSEL; a request whose certificate does
+                       not verify (expired, of another CA, not for client
+                       authentication) is answered 401
   --tokens FILE        authenticate by bearer token: a file of lines
                        "SHA256HEX VESSEL", the SHA-256 of a token in
                        lowercase hex and the vessel it authenticates ('#'
@@ -414,9 +414,9 @@ func (f *serveFlags) credentials() (httpbinding.Authenticator, *tls.Config, stri
 	tlsConfig := httpbinding.ServerTLSConfig(cert, cas)
 	switch {
 	case cas != nil && tokens != nil:
-		return certOrToken{tokens}, tlsConfig, "mutual_tls+bearer_tokens", nil
+		return certOrToken{httpbinding.MutualTLS{ClientCAs: cas}, tokens}, tlsConfig, "mutual_tls+bearer_tokens", nil
 	case cas != nil:
-		return httpbinding.MutualTLS{}, tlsConfig, "mutual_tls", nil
+		return httpbinding.MutualTLS{ClientCAs: cas}, tlsConfig, "mutual_tls", nil
 	default:
 		return tokens, tlsConfig, "bearer_tokens", nil
 	}
@@ -425,13 +425,16 @@ func (f *serveFlags) credentials() (httpbinding.Authenticator, *tls.Config, stri
 // certOrToken authenticates a request by its client certificate or its
 // bearer token, whichever it presents. A request presenting both is
 // authenticated by both, which must name the same vessel.
-type certOrToken struct{ tokens *httpbinding.Tokens }
+type certOrToken struct {
+	cert   httpbinding.MutualTLS
+	tokens *httpbinding.Tokens
+}
 
 var _ httpbinding.Challenger = certOrToken{}
 
 // Authenticate implements httpbinding.Authenticator.
 func (a certOrToken) Authenticate(r *http.Request) (finalize.Origin, error) {
-	byCert, certErr := httpbinding.MutualTLS{}.Authenticate(r)
+	byCert, certErr := a.cert.Authenticate(r)
 	if len(r.Header.Values("Authorization")) == 0 {
 		return byCert, certErr
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/yachtmemory/sourcecatalog/finalize"
 	"github.com/yachtmemory/sourcecatalog/finalize/memstore"
 	"github.com/yachtmemory/sourcecatalog/httpbinding"
+	"github.com/yachtmemory/sourcecatalog/internal/testpki"
 	"github.com/yachtmemory/sourcecatalog/sqlitestore"
 )
 
@@ -557,14 +558,17 @@ func TestCertOrToken(t *testing.T) {
 	other := uuid.MustParse("0b1c2d3e-4f50-4617-8a9b-acbdcedf0011")
 	otherCert := mustCert(t)(pki.Vessel(other))
 	noSAN := mustCert(t)(pki.Client())
+	foreignCA, err := testpki.NewCA("another CA")
+	require.NoError(t, err)
+	foreign := mustCert(t)(foreignCA.Vessel(examples.VesselID))
 	tokens, err := httpbinding.ParseTokens(strings.NewReader(
 		httpbinding.TokenHash("vessel-token", examples.VesselID) + "\n" + httpbinding.TokenHash("other-token", other) + "\n"))
 	require.NoError(t, err)
-	auth := certOrToken{tokens}
+	auth := certOrToken{httpbinding.MutualTLS{ClientCAs: pki.Pool}, tokens}
 
 	for _, tc := range []struct {
 		name  string
-		cert  *x509.Certificate // verified, when not nil
+		cert  *x509.Certificate // presented, when not nil
 		token string
 		want  uuid.UUID // uuid.Nil: refused
 		err   error
@@ -578,6 +582,8 @@ func TestCertOrToken(t *testing.T) {
 		{name: "both, two vessels the other way", cert: otherCert.Leaf, token: "vessel-token", err: httpbinding.ErrBadCredentials},
 		{name: "certificate and an unknown token", cert: pki.clientTLS.Leaf, token: "nope", err: httpbinding.ErrBadCredentials},
 		{name: "unknown token", token: "nope", err: httpbinding.ErrBadCredentials},
+		{name: "certificate of another CA", cert: foreign.Leaf, err: httpbinding.ErrBadCredentials},
+		{name: "certificate of another CA and a token", cert: foreign.Leaf, token: "vessel-token", err: httpbinding.ErrBadCredentials},
 		{name: "certificate naming no vessel", cert: noSAN.Leaf, err: httpbinding.ErrBadCredentials},
 		{name: "certificate naming no vessel and a token", cert: noSAN.Leaf, token: "vessel-token", err: httpbinding.ErrBadCredentials,
 			why: "exactly one urn:uuid: URI SAN"},
@@ -586,7 +592,7 @@ func TestCertOrToken(t *testing.T) {
 			r := httptest.NewRequest("POST", "https://receiver/", nil)
 			r.TLS = &tls.ConnectionState{}
 			if tc.cert != nil {
-				r.TLS.VerifiedChains = [][]*x509.Certificate{{tc.cert, pki.Cert}}
+				r.TLS.PeerCertificates = []*x509.Certificate{tc.cert}
 			}
 			if tc.token != "" {
 				r.Header.Set("Authorization", "Bearer "+tc.token)

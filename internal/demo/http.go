@@ -86,7 +86,7 @@ func startHTTP(cfg HTTPLink, seed uint64, recv *finalize.Receiver, vessel uuid.U
 		return nil, err
 	}
 	l = &httpLink{served: make(chan error, 1)}
-	h := httpbinding.NewHandler(recv, httpbinding.MutualTLS{}, httpbinding.WithObserver(l.observe))
+	h := httpbinding.NewHandler(recv, httpbinding.MutualTLS{ClientCAs: ca.Pool}, httpbinding.WithObserver(l.observe))
 	tc := httpbinding.ServerTLSConfig(serverCert, ca.Pool)
 	tc.MaxVersion = tls.VersionTLS12 // the proxy reads TLS 1.2 records
 	// The proxy's resets and cuts are logged as failed writes: not news.
