@@ -39,14 +39,23 @@ import (
 // weighs on both sides alike. Each round ends by checking every vessel's
 // active catalog against what was sent.
 //
+// A second floor, the inventory floor, runs the same transactions and, in
+// each finalize's, also inserts that snapshot's inventory rows with plain
+// multi-row INSERTs into empty copies of the inventory tables (the B5
+// floor): the least an activation needs, since SPEC.md §8.5 has it write the
+// path, source and observation rows in the transaction that moves the
+// active pointer. It says how much of round 1 is that obligation.
+//
 // Metrics (means over the iterations; names are stable for
 // scripts/bench.sh):
 //   - snapshots/s: snapshots activated per second in round 1;
 //   - messages/s: messages received per second in round 1 (finalize
 //     included in the time);
 //   - x_floor (target ≤ 2): round 1's time over the floor's;
+//   - x_inventory_floor: round 1's time over the inventory floor's;
 //   - round2_x_round1: round 2's time over round 1's;
-//   - round1_ms, round2_ms, floor_ms: the times themselves;
+//   - round1_ms, round2_ms, floor_ms, inventory_floor_ms: the times
+//     themselves;
 //   - retries: transactions the Store re-ran (deadlocks, lock waits).
 const (
 	fleetVessels = 64
@@ -210,23 +219,36 @@ func checkFleet(b *testing.B, r *finalize.Receiver, round fleetRound) {
 	}
 }
 
+// fleetFloorSuffix names the floor's copies of the inventory tables.
+const fleetFloorSuffix = "_fleetfloor"
+
 // floorFleet runs the floor's transactions for round's messages and
 // finalizes, in the same order, on emptied floor tables, and returns the
-// elapsed time.
-func floorFleet(b *testing.B, db *sql.DB, round fleetRound) time.Duration {
+// elapsed time. With inventory, each finalize's transaction also inserts
+// its snapshot's inventory rows.
+func floorFleet(b *testing.B, db *sql.DB, round fleetRound, inventory bool) time.Duration {
 	ctx := context.Background()
-	for _, q := range []string{"TRUNCATE TABLE fleet_floor_messages", "TRUNCATE TABLE fleet_floor_vessels"} {
+	truncate := []string{"TRUNCATE TABLE fleet_floor_messages", "TRUNCATE TABLE fleet_floor_vessels"}
+	for _, t := range mysqlstore.InventoryTables() {
+		truncate = append(truncate, "TRUNCATE TABLE "+t+fleetFloorSuffix)
+	}
+	for _, q := range truncate {
 		if _, err := db.ExecContext(ctx, q); err != nil {
 			b.Fatal(err)
 		}
 	}
 	var work []fleetMessage
+	items := make([][]finalize.Item, len(round.snaps)) // a finalize's rows, when inventory
 	staged := make([]int, len(round.snaps))
 	for _, m := range round.messages {
 		work = append(work, m)
 		if staged[m.vessel]++; staged[m.vessel] == fleetChunks+1 {
-			id := round.snaps[m.vessel].Manifest.SnapshotID
+			snap := round.snaps[m.vessel]
+			id := snap.Manifest.SnapshotID
 			work = append(work, fleetMessage{vessel: m.vessel, raw: id[:]})
+			if inventory {
+				items[m.vessel] = itemsOf(snap)
+			}
 		}
 	}
 	for _, s := range round.snaps {
@@ -248,6 +270,11 @@ func floorFleet(b *testing.B, db *sql.DB, round fleetRound) time.Duration {
 		if _, err := tx.ExecContext(ctx, "UPDATE fleet_floor_vessels SET received = received + 1 WHERE vessel_id = ?", v[:]); err != nil {
 			return err
 		}
+		if finalizes := len(m.raw) == len(uuid.UUID{}); finalizes && inventory {
+			if err := mysqlstore.FloorInsert(ctx, tx, fleetFloorSuffix, items[m.vessel], v[:], 500); err != nil {
+				return err
+			}
+		}
 		return tx.Commit()
 	})
 	if err != nil {
@@ -256,6 +283,14 @@ func floorFleet(b *testing.B, db *sql.DB, round fleetRound) time.Duration {
 	var n int
 	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM fleet_floor_messages").Scan(&n); err != nil || n != len(work) {
 		b.Fatalf("the floor wrote %d messages, want %d: %v", n, len(work), err)
+	}
+	if inventory {
+		t := mysqlstore.InventoryTables()
+		q := "SELECT (SELECT COUNT(*) FROM " + t[0] + fleetFloorSuffix + ") + (SELECT COUNT(*) FROM " + t[1] + fleetFloorSuffix +
+			") + (SELECT COUNT(*) FROM " + t[2] + fleetFloorSuffix + ")"
+		if err := db.QueryRowContext(ctx, q).Scan(&n); err != nil || n != fleetVessels*fleetRecords {
+			b.Fatalf("the inventory floor wrote %d rows, want %d: %v", n, fleetVessels*fleetRecords, err)
+		}
 	}
 	return elapsed
 }
@@ -275,11 +310,16 @@ func BenchmarkB6Fleet(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	for _, t := range mysqlstore.InventoryTables() {
+		if _, err := db.ExecContext(ctx, "CREATE TABLE "+t+fleetFloorSuffix+" LIKE "+t); err != nil {
+			b.Fatal(err)
+		}
+	}
 	var retries atomic.Int64
 	r := finalize.NewReceiver(mysqlstore.New(db, mysqlstore.WithRetryObserver(func(uint16) { retries.Add(1) })))
 	records := examples.Scaled(fleetRecords)
 	rng := rand.New(rand.NewPCG(6, 64))
-	var first, second, floor time.Duration
+	var first, second, floor, inventoryFloor time.Duration
 	b.ResetTimer()
 	for range b.N {
 		b.StopTimer()
@@ -291,7 +331,8 @@ func BenchmarkB6Fleet(b *testing.B) {
 		round2 := newFleetRound(b, rng, vessels, 2, records)
 		b.StartTimer()
 
-		floor += floorFleet(b, db, round1) / 2
+		floor += floorFleet(b, db, round1, false) / 2
+		inventoryFloor += floorFleet(b, db, round1, true) / 2
 		first += sendFleet(b, r, round1)
 		b.StopTimer()
 		checkFleet(b, r, round1)
@@ -300,16 +341,19 @@ func BenchmarkB6Fleet(b *testing.B) {
 		b.StopTimer()
 		checkFleet(b, r, round2)
 		b.StartTimer()
-		floor += floorFleet(b, db, round2) / 2
+		inventoryFloor += floorFleet(b, db, round2, true) / 2
+		floor += floorFleet(b, db, round2, false) / 2
 	}
 	n := float64(b.N)
 	b.ReportMetric(float64(fleetVessels)*n/first.Seconds(), "snapshots/s")
 	b.ReportMetric(float64(fleetVessels*(fleetChunks+1))*n/first.Seconds(), "messages/s")
 	b.ReportMetric(float64(first)/float64(floor), "x_floor")
+	b.ReportMetric(float64(first)/float64(inventoryFloor), "x_inventory_floor")
 	b.ReportMetric(float64(second)/float64(first), "round2_x_round1")
 	b.ReportMetric(ms(first)/n, "round1_ms")
 	b.ReportMetric(ms(second)/n, "round2_ms")
 	b.ReportMetric(ms(floor)/n, "floor_ms")
+	b.ReportMetric(ms(inventoryFloor)/n, "inventory_floor_ms")
 	b.ReportMetric(float64(retries.Load())/n, "retries")
 }
 

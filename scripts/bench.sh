@@ -141,6 +141,7 @@ B5 MariaDB first activation vs floor|BenchmarkB5Activation|x_floor|ms|first_ms|f
 B5 MariaDB identical vs first|BenchmarkB5Activation|identical_x_first|xfirst||first_ms|<=|0.02
 B5 MariaDB 1 % changed vs first|BenchmarkB5Activation|changed1pct_x_first|xfirst||first_ms|<=|0.05
 B6 fleet round 1 vs floor|BenchmarkB6Fleet|x_floor|ms|round1_ms|floor_ms|<=|2
+B6 fleet round 1 vs inventory floor|BenchmarkB6Fleet|x_inventory_floor|ms|round1_ms|inventory_floor_ms||
 B6 fleet round 2 (identical) vs round 1|BenchmarkB6Fleet|round2_x_round1|ms|round2_ms|round1_ms||
 B6 fleet snapshots activated|BenchmarkB6Fleet|snapshots/s|value||||
 B6 fleet messages|BenchmarkB6Fleet|messages/s|value||||
