@@ -85,7 +85,9 @@ func Build(in Input, opts ...Option) (*Snapshot, error) {
 	go func() { checked <- s.check() }()
 	h := newChunkHeader(m.VesselID, m.SnapshotID, m.Revision)
 	chunks, doc, err := cutAndDigest(h, &s, cfg.wrapper)
-	if err := <-checked; err != nil {
+	checkErr := <-checked
+	s.release()
+	if err := checkErr; err != nil {
 		return nil, relocate(err, s.order)
 	}
 	if err != nil {
@@ -137,7 +139,7 @@ func cutFrom(h *chunkHeader, s *sortedRecords, w Wrapper, chunks []*Chunk) ([]*C
 		if len(chunks) == sourcecatalog.MaxChunks {
 			return nil, sourcecatalog.Errorf(sourcecatalog.ErrLimitExceeded, "the records need more than 256 chunks")
 		}
-		end := bodyFit(s.canon, start)
+		end, _ := bodyFit(s.canon, start)
 		if end == start && start < len(records) {
 			return nil, tooLarge(start, "canonical body")
 		}
@@ -171,10 +173,11 @@ func cutFrom(h *chunkHeader, s *sortedRecords, w Wrapper, chunks []*Chunk) ([]*C
 }
 
 // bodyFit returns the end of the longest run from start that respects the
-// record and body limits, given the records' canonical bytes.
-func bodyFit(canon [][]byte, start int) int {
+// record and body limits, given the records' canonical bytes, and the
+// length of that run's canonical body.
+func bodyFit(canon [][]byte, start int) (end, body int) {
 	size := len(bodyOpen) + len(bodyClose)
-	end := start
+	end = start
 	for end < len(canon) && end-start < sourcecatalog.MaxRecordsPerChunk {
 		add := len(canon[end])
 		if end > start {
@@ -186,7 +189,7 @@ func bodyFit(canon [][]byte, start int) int {
 		size += add
 		end++
 	}
-	return end
+	return end, size
 }
 
 func fits(w Wrapper, c *Chunk) bool {

@@ -98,10 +98,30 @@ func checkSortForBuild(t *testing.T, name string, in []*catalog.Record) {
 	require.Equal(t, referenceOrder(in), s.order, name)
 	require.Len(t, s.records, len(in), name)
 	require.Len(t, s.canon, len(in), name)
+	require.Len(t, s.keys, len(in), name)
 	for k, i := range s.order {
-		if s.records[k] != in[i] || &s.canon[k][0] != &in[i].Canonical()[0] {
-			t.Fatalf("%s: position %d does not hold input record %d and its canonical bytes", name, k, i)
+		if s.records[k] != in[i] || &s.canon[k][0] != &in[i].Canonical()[0] || s.keys[k] != in[i].Key() {
+			t.Fatalf("%s: position %d does not hold input record %d, its canonical bytes and its key", name, k, i)
 		}
+	}
+	// The next input, of another length, sorts with these arrays again.
+	s.release()
+}
+
+// TestScratchReleased: arrays handed back to the pool refer to no record,
+// so the pool keeps none of a finished Build's records alive.
+func TestScratchReleased(t *testing.T) {
+	s := sortForBuild(shuffled(makeCatalog(t, 300, 20, nil), 4))
+	sc := s.scratch
+	s.release()
+	require.Nil(t, s.keys)
+	for _, keys := range [][]catalog.Key{sc.keys, sc.sorted} {
+		for _, k := range keys {
+			require.Zero(t, k)
+		}
+	}
+	for _, b := range sc.canon {
+		require.Nil(t, b)
 	}
 }
 
@@ -148,6 +168,8 @@ func TestAssembleChunkMatchesNewChunk(t *testing.T) {
 		index := rng.IntN(sourcecatalog.MaxChunks)
 		got, want := assembleChunk(h, index, &s, start, end), newChunk(h, index, s.records[start:end])
 		require.Equal(t, *want, *got, "[%d:%d]", start, end)
+		// chunkLen sized the bytes exactly, as the arena of planned chunks needs.
+		require.Equal(t, len(got.canon), cap(got.canon), "[%d:%d] chunk %d", start, end, index)
 	}
 }
 
@@ -206,6 +228,7 @@ func TestCutAndDigestMatchesSequential(t *testing.T) {
 			require.Len(t, got, len(want))
 			for k := range want {
 				require.Equal(t, *want[k], *got[k], "chunk %d", k)
+				require.Equal(t, len(got[k].canon), cap(got[k].canon), "chunk %d fills its part of the arena", k)
 			}
 		})
 	}

@@ -12,7 +12,7 @@ var SortRecords = sortRecords
 // KeySort returns a function that sorts the keys of in again, with its
 // entries back in input order: the radix sort alone.
 func KeySort(in []*catalog.Record) func() {
-	s := newKeySorter(in)
+	s := newKeySorter(in, getScratch(len(in)))
 	return func() {
 		for i := range s.entries {
 			s.entries[i].i = int32(i)
@@ -22,7 +22,13 @@ func KeySort(in []*catalog.Record) func() {
 }
 
 // KeyArena returns a function that loads the keys of in.
-func KeyArena(in []*catalog.Record) func() { return func() { newKeySorter(in) } }
+func KeyArena(in []*catalog.Record) func() {
+	return func() {
+		sc := getScratch(len(in))
+		newKeySorter(in, sc)
+		sc.put()
+	}
+}
 
 // CutAndDigest returns a function that cuts and hashes in, sorted once.
 func CutAndDigest(in []*catalog.Record) func() {

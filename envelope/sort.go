@@ -22,44 +22,33 @@ type sortedRecords struct {
 	records []*catalog.Record
 	order   []int32  // order[k] is the input position of records[k]
 	canon   [][]byte // canon[k] is records[k].Canonical()
-	// keys[i] is the key of the record at input position i, until check
-	// puts them in canonical order: one contiguous array the integrity
-	// check reads instead of the records.
+	// keys[k] is the key of records[k]: one contiguous array the
+	// integrity check reads instead of the records.
 	keys []catalog.Key
+
+	// canon and keys belong to scratch until release.
+	scratch *buildScratch
 }
 
-// check puts s.keys in canonical order and checks the records' integrity
-// over them (catalog.CheckKeys), reporting records by sorted position.
-func (s *sortedRecords) check() error {
-	permute(s.keys, s.order)
-	return catalog.CheckKeys(s.keys)
-}
+// check checks the records' integrity over their keys (catalog.CheckKeys),
+// reporting records by sorted position.
+func (s *sortedRecords) check() error { return catalog.CheckKeys(s.keys) }
 
-// permute puts keys in the order order gives, in place: keys[k] becomes
-// the key that was at keys[order[k]]. It follows the cycles of the
-// permutation, moving each key once.
-func permute(keys []catalog.Key, order []int32) {
-	done := make([]uint64, (len(keys)+63)/64)
-	for k := range keys {
-		if done[k/64]&(1<<(k%64)) != 0 {
-			continue
-		}
-		first := keys[k]
-		for j := k; ; {
-			done[j/64] |= 1 << (j % 64)
-			from := int(order[j])
-			if from == k {
-				keys[j] = first
-				break
-			}
-			keys[j], j = keys[from], from
-		}
+// release hands canon and keys back for another Build to reuse, and
+// forgets them. The caller must not use them afterwards, nor any other
+// reference to them.
+func (s *sortedRecords) release() {
+	if s.scratch != nil {
+		s.scratch.put()
 	}
+	s.canon, s.keys, s.scratch = nil, nil, nil
 }
 
 // sortForBuild sorts records as sortRecords does and gathers their
-// canonical bytes, so that cutting and assembling chunks reads one
-// contiguous array instead of every record.
+// canonical bytes and keys, so that cutting and assembling chunks, and the
+// integrity check, read contiguous arrays instead of every record. Those
+// two arrays come from the scratch pool: the caller hands them back with
+// release once done, or leaves them to the garbage collector.
 //
 // The sort reads each record once, in input order, copying its key into a
 // contiguous array (the strings' bytes stay where they are); it then sorts
@@ -68,28 +57,32 @@ func permute(keys []catalog.Key, order []int32) {
 // contiguous memory instead of a comparison per pair that chases two
 // scattered records. Reading the records and the radix buckets of long runs
 // are split across up to GOMAXPROCS goroutines; the result does not depend
-// on how. The keys serve the integrity check afterwards (check).
+// on how. The gather that follows copies each key in canonical order for
+// the integrity check (check): its loads are independent of each other, so
+// they overlap, where putting the keys in order in place would follow the
+// permutation's cycles one dependent load at a time.
 func sortForBuild(in []*catalog.Record) sortedRecords {
+	sc := getScratch(len(in))
 	out := sortedRecords{
 		records: make([]*catalog.Record, len(in)),
 		order:   make([]int32, len(in)),
-		canon:   make([][]byte, len(in)),
+		canon:   sc.canon,
+		keys:    sc.sorted,
+		scratch: sc,
 	}
 	if catalog.IsSorted(in) {
 		copy(out.records, in)
-		out.keys = make([]catalog.Key, len(in))
 		for k, r := range in {
 			out.order[k], out.canon[k], out.keys[k] = int32(k), r.Canonical(), r.Key()
 		}
 		return out
 	}
-	s := newKeySorter(in)
-	out.keys = s.keys
+	s := newKeySorter(in, sc)
 	s.radix(s.entries, s.scratch, 0, 0)
 	inParallel(len(in), partsFor(len(in)), func(_, lo, hi int) {
 		for k := lo; k < hi; k++ {
 			i := s.entries[k].i
-			out.records[k], out.order[k], out.canon[k] = in[i], i, in[i].Canonical()
+			out.records[k], out.order[k], out.canon[k], out.keys[k] = in[i], i, in[i].Canonical(), s.keys[i]
 		}
 	})
 	return out

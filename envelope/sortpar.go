@@ -35,11 +35,11 @@ func inParallel(n, parts int, f func(p, lo, hi int)) {
 // newKeySorter returns the sorter of records, its entries in input order
 // with their first words loaded. It reads the records on up to GOMAXPROCS
 // goroutines.
-func newKeySorter(in []*catalog.Record) *keySorter {
+func newKeySorter(in []*catalog.Record, sc *buildScratch) *keySorter {
 	s := &keySorter{
-		keys:    make([]catalog.Key, len(in)),
-		entries: make([]sortEntry, len(in)),
-		scratch: make([]sortEntry, len(in)),
+		keys:    sc.keys,
+		entries: sc.entries,
+		scratch: sc.tmp,
 		workers: make(chan struct{}, runtime.GOMAXPROCS(0)-1),
 	}
 	inParallel(len(in), partsFor(len(in)), func(_, lo, hi int) { s.loadKeys(in, lo, hi) })
