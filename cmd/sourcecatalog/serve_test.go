@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
@@ -748,4 +749,75 @@ func TestServeMySQLMigrate(t *testing.T) {
 		assert.Equal(t, exitOK, s.shutdown(t), "the log:\n%s", s.log)
 		noPassword(t, s.log.String())
 	}
+}
+
+// SIGTERM stops serve gracefully: the listener closes at once, a request
+// in flight — here one whose handler waits for the rest of the body — is
+// answered and its chunk staged, and only then does serve return.
+func TestServeShutdownFinishesInFlight(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "s.db")
+	snap, bodies := serveSnapshot(t, 3)
+	s := startServe(t, "--listen", "127.0.0.1:0", "--admin-listen", "off", "--store", "sqlite:"+file,
+		"--retain", "all", "--insecure-no-auth", vesselFlag)
+	listen, _ := s.log.wait(t, "listening", nil)["addr"].(string)
+	require.NotEmpty(t, listen)
+
+	// The request's headers, then, once the handler reads the body (the
+	// server's 100 Continue says so), half of the body.
+	conn, err := net.Dial("tcp", listen)
+	require.NoError(t, err)
+	defer conn.Close()
+	answers := bufio.NewReader(conn)
+	body := bodies[1]
+	half := len(body) / 2
+	_, err = fmt.Fprintf(conn, "POST / HTTP/1.1\r\nHost: receiver\r\nContent-Type: application/json\r\nContent-Length: %d\r\nExpect: 100-continue\r\n\r\n", len(body))
+	require.NoError(t, err)
+	resp, err := http.ReadResponse(answers, nil)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusContinue, resp.StatusCode)
+	_, err = conn.Write(body[:half])
+	require.NoError(t, err)
+
+	s.stop() // what SIGTERM does
+	s.log.wait(t, "shutting down", nil)
+	require.Eventually(t, func() bool {
+		c, err := net.Dial("tcp", listen)
+		if err == nil {
+			c.Close()
+		}
+		return err != nil
+	}, 10*time.Second, 10*time.Millisecond, "the listener stays open after the shutdown began")
+	select {
+	case status := <-s.status:
+		s.status <- status // for the cleanup
+		t.Fatalf("serve returned %d with a request in flight; the log:\n%s", status, s.log)
+	default:
+	}
+
+	_, err = conn.Write(body[half:])
+	require.NoError(t, err)
+	resp, err = http.ReadResponse(answers, nil)
+	require.NoError(t, err)
+	answer, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", answer)
+	rc, err := envelope.DecodeReceipt(answer)
+	require.NoError(t, err)
+	assert.Equal(t, envelope.Staged, rc.Status)
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(10*time.Second)))
+	_, err = answers.ReadByte()
+	assert.ErrorIs(t, err, io.EOF, "a connection answered during the shutdown is closed")
+
+	assert.Equal(t, exitOK, s.shutdown(t), "the log:\n%s", s.log)
+	s.log.wait(t, "stopped", nil)
+
+	// The chunk was staged durably: a resend after a restart is a retry.
+	st, err := sqlitestore.Open(context.Background(), file)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, st.Close()) }()
+	origin := finalize.Origin{VesselID: snap.Manifest.VesselID}
+	rc, err = finalize.NewReceiver(st).ReceiveChunk(context.Background(), origin, snap.Chunks[0].Canonical())
+	require.NoError(t, err)
+	assert.Equal(t, envelope.AlreadyReceived, rc.Status)
 }
