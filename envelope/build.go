@@ -192,8 +192,25 @@ func bodyFit(canon [][]byte, start int) (end, body int) {
 	return end, size
 }
 
+// fits reports whether chunk c's wrapped request is within MaxRequest.
 func fits(w Wrapper, c *Chunk) bool {
-	return w.WrappedSize(sourcecatalog.ChunkEntityType, ChunkKey(c.snapshotID, c.index), c.canon) <= sourcecatalog.MaxRequest
+	key := ChunkKey(c.snapshotID, c.index)
+	if _, ok := w.(DefaultWrapper); ok && defaultWrappedBound(key, c.canon) <= sourcecatalog.MaxRequest {
+		return true
+	}
+	return w.WrappedSize(sourcecatalog.ChunkEntityType, key, c.canon) <= sourcecatalog.MaxRequest
+}
+
+// defaultWrappedBound returns an upper bound of DefaultWrapper's
+// WrappedSize of a chunk whose canonical bytes are canon, found without
+// reading them: escaping canonical JSON text at most doubles it, since the
+// text holds no control character (canonical strings escape them, SPEC.md
+// §3.2, and nothing else may hold one), and the quotation marks and reverse
+// solidi it does hold take two bytes each once escaped. A chunk under this
+// bound fits without the pass over its bytes that WrappedSize makes, as
+// most chunks do: a full body is half a request.
+func defaultWrappedBound(key string, canon []byte) int {
+	return DefaultWrapper{}.WrappedSize(sourcecatalog.ChunkEntityType, key, nil) + 2*len(canon)
 }
 
 func tooLarge(i int, limit string) error {

@@ -1,6 +1,7 @@
 package envelope
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"runtime"
@@ -273,4 +274,63 @@ func TestBuildIntegrityBeforeLimits(t *testing.T) {
 	s, err = Build(input(in[1:]))
 	require.Nil(t, s)
 	requireOne(t, err, at(sourcecatalog.ErrRecordTooLarge, sourcecatalog.NoIndex, 1, ""))
+}
+
+// TestFitsMatchesWrappedSize holds fits, which skips measuring a chunk
+// under defaultWrappedBound, to DefaultWrapper's exact WrappedSize, on
+// chunks from plain to made almost only of escapes and control characters
+// (which canonical strings escape), from a few bytes to the body limit.
+func TestFitsMatchesWrappedSize(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	pieces := []string{"x", `"`, `\`, "\x01", "\n", "é", "\u2028", "\x7f"}
+	h := newChunkHeader(testVessel, testSnapshot, 1<<40)
+	var bounded, measuredFit, refused int
+	for n := range 800 {
+		heavy := rng.IntN(2) == 0 // records made almost only of escapes
+		body := rng.IntN(sourcecatalog.MaxChunkBody)
+		if heavy {
+			// Full bodies of escapes wrap to about the request limit:
+			// the last few dozen bytes of a body decide.
+			body = sourcecatalog.MaxChunkBody - rng.IntN(120)
+		}
+		var recs []*catalog.Record
+		for size := len(bodyOpen) + len(bodyClose); ; {
+			var r *catalog.Record
+			if heavy {
+				r = escapeHeavyRecord(t, pathName(len(recs)), max(200, min(200+rng.IntN(6000), body-size-1)))
+			} else {
+				var b strings.Builder
+				for range rng.IntN(400) {
+					b.WriteString(pieces[rng.IntN(len(pieces))])
+				}
+				r = mkPath(t, pathName(len(recs)), metaJSON(b.String()))
+			}
+			if size+len(r.Canonical())+1 > body && len(recs) > 0 {
+				break
+			}
+			recs, size = append(recs, r), size+len(r.Canonical())+1
+		}
+		c := newChunk(h, n%sourcecatalog.MaxChunks, recs)
+		key := ChunkKey(c.snapshotID, c.index)
+		exact := DefaultWrapper{}.WrappedSize(sourcecatalog.ChunkEntityType, key, c.canon)
+		bound := defaultWrappedBound(key, c.canon)
+		// The bound counts every byte as escaped; exactly the quotation
+		// marks and reverse solidi are, the text having no control byte.
+		escaped := bytes.Count(c.canon, []byte(`"`)) + bytes.Count(c.canon, []byte(`\`))
+		require.Equal(t, len(c.canon)-escaped, bound-exact, "chunk %d", n)
+		require.Equal(t, exact <= sourcecatalog.MaxRequest, fits(DefaultWrapper{}, c), "chunk %d: %d bytes wrapped", n, exact)
+		switch {
+		case bound <= sourcecatalog.MaxRequest:
+			bounded++
+		case exact <= sourcecatalog.MaxRequest:
+			measuredFit++
+		default:
+			refused++
+		}
+	}
+	t.Logf("%d under the bound, %d measured and fitting, %d refused", bounded, measuredFit, refused)
+	// Each way fits can answer must be common.
+	require.Greater(t, bounded, 100)
+	require.Greater(t, measuredFit, 50)
+	require.Greater(t, refused, 50)
 }
