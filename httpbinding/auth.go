@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/google/uuid"
@@ -63,11 +64,12 @@ func (a insecureNoAuth) Authenticate(*http.Request) (finalize.Origin, error) { r
 // and observes. The vessel id is the certificate's one URI SAN of the form
 // urn:uuid:<uuid>, the UUID in canonical lowercase form (SPEC.md §2.1). A
 // request without a certificate is ErrNoCredentials; a certificate that
-// does not verify — expired, of another CA, not for client authentication,
-// or any certificate when ClientCAs is nil — or that names no vessel,
-// several, or a nil UUID is ErrBadCredentials.
+// does not verify — expired, of another CA, whose extended key usage does
+// not name client authentication (none at all included, though x509 would
+// take that for any use), or any certificate when ClientCAs is nil — or
+// that names no vessel, several, or a nil UUID is ErrBadCredentials.
 type MutualTLS struct {
-	ClientCAs *x509.CertPool
+	ClientCAs *x509.CertPool // the authorities client certificates must chain to
 }
 
 var _ Authenticator = MutualTLS{}
@@ -81,6 +83,9 @@ func (m MutualTLS) Authenticate(r *http.Request) (finalize.Origin, error) {
 		return finalize.Origin{}, badCredentials("no client certificate authority is configured")
 	}
 	leaf := r.TLS.PeerCertificates[0]
+	if !slices.Contains(leaf.ExtKeyUsage, x509.ExtKeyUsageClientAuth) {
+		return finalize.Origin{}, badCredentials("the client certificate's extended key usage does not name client authentication")
+	}
 	intermediates := x509.NewCertPool()
 	for _, c := range r.TLS.PeerCertificates[1:] {
 		intermediates.AddCert(c)

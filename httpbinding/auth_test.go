@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"crypto/x509/pkix"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -18,6 +19,7 @@ import (
 	"github.com/yachtmemory/sourcecatalog/envelope"
 	"github.com/yachtmemory/sourcecatalog/finalize"
 	"github.com/yachtmemory/sourcecatalog/httpbinding"
+	"github.com/yachtmemory/sourcecatalog/internal/testpki"
 )
 
 var (
@@ -98,6 +100,11 @@ func TestMutualTLSCredentials(t *testing.T) {
 		// crypto/tls offers only a certificate of a CA the server names.
 		{"another CA, withheld by the client", func() *tls.Certificate { c := other.vessel(t, vesselA); return &c }},
 		{"server certificate as client", func() *tls.Certificate { c := r.ca.server(t); return &c }},
+		// x509 takes a certificate without extended key usage for any use.
+		{"no extended key usage", func() *tls.Certificate {
+			c := must(t)(r.ca.Issue(&x509.Certificate{Subject: pkix.Name{CommonName: "vessel"}, URIs: []*url.URL{testpki.VesselURI(vesselA)}}))
+			return &c
+		}},
 	}
 	entry := commitCycle(t, vesselA, uuid.Nil, "nav", 1).entries[0]
 	for _, tc := range cases {

@@ -27,7 +27,7 @@ const DefaultClientTimeout = 2 * time.Minute
 var ErrUnauthorized error = sourcecatalog.Errorf(sourcecatalog.ErrStoreUnavailable,
 	"the receiver refused the credentials (401)")
 
-// A Client is the sender side of the binding (SPEC.md §11.5): an
+// A Client is the sender side of the binding (SPEC.md §11.6): an
 // outbox.Transport that POSTs each entry, wrapped with
 // envelope.DefaultWrapper, to one URL. It is safe for concurrent use.
 type Client struct {

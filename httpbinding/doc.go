@@ -40,8 +40,9 @@
 // staging anything, and the binding offers no way to read. Client
 // certificates are verified by MutualTLS against the operator's CAs, for
 // client authentication and within their validity; a request whose
-// certificate fails is answered 401, like one without. Bearer tokens are kept as SHA-256 hashes,
-// compared in constant time, and refused over a connection without TLS.
+// certificate fails is answered 401, like one without. Bearer tokens are
+// kept as SHA-256 hashes, compared in constant time, and refused over a
+// connection without TLS.
 // Every read is bounded: the body (32,768 bytes, the rest never read), the
 // header, each phase of a connection in time, the answer the Client reads
 // (envelope.MaxAnswerSize). Refusals never carry a cause's text, which

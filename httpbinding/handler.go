@@ -41,8 +41,9 @@ const (
 //	200 the receipt, only once the Receiver staged the message durably
 //
 // Every answer given before the body is read in full (405, 401, 415,
-// 429, 413, 400) hangs up after it, so that an unread body is never read. When a receipt reports the set
-// complete the Handler runs Finalize before answering (SPEC.md §11.4), on
+// 429, 413, 400) hangs up after it, so that an unread body is never read.
+// When a receipt reports the set complete the Handler runs Finalize
+// before answering (SPEC.md §11.4), on
 // a context detached from the request and bounded by the finalize
 // timeout; a Finalize failure is reported to the Observer and never
 // changes the answer, since the receipt is already durable.

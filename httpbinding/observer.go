@@ -45,7 +45,7 @@ const (
 
 // An Event reports one thing the binding did.
 type Event struct {
-	Kind EventKind
+	Kind EventKind // what happened
 	// Vessel is the authenticated vessel (uuid.Nil before authentication
 	// succeeded). EntityType is the message's once the request decoded,
 	// and Snapshot once its payload decoded (a refused message's too); for

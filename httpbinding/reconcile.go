@@ -23,7 +23,7 @@ const DefaultReconcileInterval = 5 * time.Minute
 // whose last receipt was issued just before a crash, or whose Finalize
 // after the receipt failed, is still finalized.
 type Reconciler struct {
-	Receiver *finalize.Receiver
+	Receiver *finalize.Receiver // the receiver whose vessels are reconciled
 	// Vessels lists the vessels to reconcile; when nil, the Receiver's
 	// Vessels with staging true, which needs a store that is a
 	// finalize.VesselLister (SPEC.md §11.4).

@@ -46,13 +46,16 @@ var (
 // ParseTokens reads a token file: one entry a line, "<sha256-hex> <vessel>",
 // the SHA-256 of the token in 64 lowercase hex digits, one space, and the
 // vessel's UUID in canonical lowercase form; lines end in LF or CRLF.
-// Blank lines and lines starting with "#" are ignored; a vessel may have several tokens (rotation). The
-// file is at most MaxTokenFile bytes and MaxTokens entries.
+// Blank lines and lines starting with "#" are ignored; a vessel may have
+// several tokens (rotation). The file is at most MaxTokenFile bytes and
+// MaxTokens entries.
 //
-// Every problem is an error wrapping sourcecatalog.ErrInvalidValue (or
-// ErrLimitExceeded for the bounds) that names the line: another number of
-// fields, a hash that is not 64 lowercase hex digits, a vessel id that is
-// not a canonical UUID, a hash listed twice. No entry is ever skipped.
+// Every problem in the file is an error wrapping
+// sourcecatalog.ErrInvalidValue (or ErrLimitExceeded for the bounds) that
+// names the line: another number of fields, a hash that is not 64
+// lowercase hex digits, a vessel id that is not a canonical UUID, a hash
+// listed twice. No entry is ever skipped. An error reading r wraps
+// sourcecatalog.ErrStoreUnavailable.
 func ParseTokens(r io.Reader) (*Tokens, error) {
 	data, err := io.ReadAll(io.LimitReader(r, MaxTokenFile+1))
 	if err != nil {

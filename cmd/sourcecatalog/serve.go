@@ -72,7 +72,9 @@ the shutdown. They never hold a DSN's password nor a token.
 
 SIGTERM or SIGINT stops serve gracefully: it stops accepting, lets the
 requests in flight finish (30 s at most), stops the reconciler and closes
-the store, then exits 0. A second signal ends it at once.
+the store, then exits 0. A finalize cut short by the bound leaves its
+snapshot complete and staged, and the reconciler activates it when serve
+starts again. A second signal ends it at once.
 
 Flags (each at most once):
   --listen ADDR        the host:port of the HTTPS listener, such as
@@ -95,8 +97,9 @@ Flags (each at most once):
                        authentication) is answered 401
   --tokens FILE        authenticate by bearer token: a file of lines
                        "SHA256HEX VESSEL", the SHA-256 of a token in
-                       lowercase hex and the vessel it authenticates ('#'
-                       starts a comment); at least --client-ca or --tokens
+                       lowercase hex and the vessel it authenticates (a
+                       line starting with '#' is a comment); at least
+                       --client-ca or --tokens
   --insecure-no-auth VESSEL
                        instead of TLS and authentication: plain HTTP, every
                        request taken as sent by VESSEL, whoever sends it.
@@ -130,9 +133,12 @@ Metrics (all labelled as shown):
   sourcecatalog_staging_bytes{vessel,bound}          staged bytes, and
   sourcecatalog_staging_bytes_limit{vessel,bound}      their bound
   sourcecatalog_store_retries_total{op}              transactions retried
-  sourcecatalog_reconcile_total{result}              vessels reconciled
+  sourcecatalog_reconcile_total{result}              vessels reconciled, and
+                                                     failures to list them
 bound is incomplete (snapshots still staging) or retained (finalized);
-outcome is a receipt status, a finalize outcome or an error class.
+outcome is a receipt status, a finalize outcome, an error class's wire
+name (error when it has none), or for messages_total also
+unauthenticated, method_not_allowed or bad_request.
 
 The exit status is 0 after a clean shutdown, 1 when serve cannot start
 (a file, the store, an address) or stops uncleanly, and 2 for a usage
@@ -441,19 +447,31 @@ func (a certOrToken) Authenticate(r *http.Request) (finalize.Origin, error) {
 	byToken, err := a.tokens.Authenticate(r)
 	switch {
 	case err != nil:
-		return finalize.Origin{}, err
+		return finalize.Origin{}, tokenPresented{err}
 	case errors.Is(certErr, httpbinding.ErrNoCredentials):
 		return byToken, nil
 	case certErr != nil:
-		return finalize.Origin{}, certErr
+		return finalize.Origin{}, tokenPresented{certErr}
 	case byCert.VesselID != byToken.VesselID:
-		return finalize.Origin{}, fmt.Errorf("the client certificate and the bearer token name different vessels: %w", httpbinding.ErrBadCredentials)
+		return finalize.Origin{}, tokenPresented{fmt.Errorf("the client certificate and the bearer token name different vessels: %w", httpbinding.ErrBadCredentials)}
 	}
 	return byToken, nil
 }
 
-// Challenge implements httpbinding.Challenger: the bearer scheme's.
-func (a certOrToken) Challenge(err error) string { return a.tokens.Challenge(err) }
+// Challenge implements httpbinding.Challenger: the bearer scheme's, with
+// error="invalid_token" only when a token was presented (SPEC.md §11.2).
+func (a certOrToken) Challenge(err error) string {
+	if !errors.As(err, new(tokenPresented)) {
+		err = httpbinding.ErrNoCredentials
+	}
+	return a.tokens.Challenge(err)
+}
+
+// tokenPresented marks the refusal of a request that presented a bearer
+// token.
+type tokenPresented struct{ error }
+
+func (e tokenPresented) Unwrap() error { return e.error }
 
 // newServeServer returns the server of the binding: httpbinding.NewServer
 // over TLS, or a plain HTTP server with the same bounds for

@@ -603,13 +603,17 @@ func TestCertOrToken(t *testing.T) {
 				require.ErrorIs(t, err, tc.err)
 				assert.Contains(t, err.Error(), tc.why)
 				assert.Equal(t, finalize.Origin{}, origin)
+				challenge := `Bearer realm="sourcecatalog"` // SPEC.md §11.2
+				if tc.token != "" {
+					challenge += `, error="invalid_token"`
+				}
+				assert.Equal(t, challenge, auth.Challenge(err))
 				return
 			}
 			require.NoError(t, err)
 			assert.Equal(t, tc.want, origin.VesselID)
 		})
 	}
-	assert.Equal(t, `Bearer realm="sourcecatalog"`, auth.Challenge(httpbinding.ErrNoCredentials))
 }
 
 // ---------------------------------------------------------------------------
