@@ -102,49 +102,55 @@ func newChunkBuild(h *chunkHeader, s *sortedRecords, spans []span, w Wrapper) *c
 	return b
 }
 
-// run assembles every planned chunk and hashes the document, on
-// GOMAXPROCS goroutines and the document's own.
+// run assembles every planned chunk and hashes the document, on the
+// calling goroutine and GOMAXPROCS-1 more.
+//
+// The document is hashed on the calling goroutine, which assembles chunks
+// itself while the next one to hash is not ready (digest). Hashing it on a
+// goroutine of its own that waits for each chunk would leave that
+// goroutine runnable but unscheduled once its chunk is ready: the
+// assembling goroutines never block, and Go preempts them for it only
+// after 10 ms, so the hash would mostly run alone after the last chunk,
+// beside an idle core.
 func (b *chunkBuild) run() {
 	var wg sync.WaitGroup
-	spawn := func(f func()) {
+	for range min(runtime.GOMAXPROCS(0), len(b.spans)) - 1 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			f()
+			for b.assembleNext() {
+			}
 		}()
 	}
-	spawn(b.digest)
-	for range min(runtime.GOMAXPROCS(0), len(b.spans)) - 1 {
-		spawn(b.assemble)
-	}
-	b.assemble()
+	b.digest()
 	wg.Wait()
 }
 
-// assemble takes planned chunks in turn until none is left.
-func (b *chunkBuild) assemble() {
-	for {
-		k := int(b.next.Add(1) - 1)
-		if k >= len(b.spans) {
-			return
-		}
-		c := b.chunks[k]
-		buf := b.bytes[b.at[k]:b.at[k]:b.at[k+1]]
-		assembleChunkInto(c, buf, b.h, k, b.s, b.spans[k].start, b.spans[k].end)
-		b.fit[k] = fits(b.w, c)
-		close(b.ready[k])
+// assembleNext assembles the next planned chunk no goroutine has taken,
+// and reports whether there was one.
+func (b *chunkBuild) assembleNext() bool {
+	k := int(b.next.Add(1) - 1)
+	if k >= len(b.spans) {
+		return false
 	}
+	c := b.chunks[k]
+	buf := b.bytes[b.at[k]:b.at[k]:b.at[k+1]]
+	assembleChunkInto(c, buf, b.h, k, b.s, b.spans[k].start, b.spans[k].end)
+	b.fit[k] = fits(b.w, c)
+	close(b.ready[k])
+	return true
 }
 
 // digest hashes the document from the planned chunks' bytes, in index
-// order, as each becomes ready. The result is the document_sha256 when the
-// planned chunks are the snapshot's.
+// order, as each becomes ready, assembling chunks while the next is not.
+// The result is the document_sha256 when the planned chunks are the
+// snapshot's.
 func (b *chunkBuild) digest() {
 	h := sha256.New()
 	h.Write([]byte(bodyOpen))
 	first := true
-	for k, c := range b.ready {
-		<-c
+	for k := range b.ready {
+		b.await(k)
 		chunk := b.chunks[k]
 		if chunk.recStart == chunk.recEnd {
 			continue
@@ -157,6 +163,22 @@ func (b *chunkBuild) digest() {
 	}
 	h.Write([]byte(bodyClose))
 	h.Sum(b.doc[:0])
+}
+
+// await returns once planned chunk k is ready, assembling other chunks
+// meanwhile while any is left to take.
+func (b *chunkBuild) await(k int) {
+	for {
+		select {
+		case <-b.ready[k]:
+			return
+		default:
+		}
+		if !b.assembleNext() {
+			<-b.ready[k] // every chunk is taken: k is being assembled
+			return
+		}
+	}
 }
 
 // fitting returns the planned chunks up to the first whose wrapped request
