@@ -21,7 +21,8 @@ func KeySort(in []*catalog.Record) func() {
 	}
 }
 
-// KeyArena returns a function that loads the keys of in.
+// KeyArena returns a function that loads the first words of the sort
+// entries of in.
 func KeyArena(in []*catalog.Record) func() {
 	return func() {
 		sc := getScratch(len(in))

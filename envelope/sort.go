@@ -50,17 +50,19 @@ func (s *sortedRecords) release() {
 // two arrays come from the scratch pool: the caller hands them back with
 // release once done, or leaves them to the garbage collector.
 //
-// The sort reads each record once, in input order, copying its key into a
-// contiguous array (the strings' bytes stay where they are); it then sorts
-// 16-byte entries holding eight key bytes at a time (a multikey MSD radix
-// sort), so records whose paths share long prefixes cost a few passes over
-// contiguous memory instead of a comparison per pair that chases two
-// scattered records. Reading the records and the radix buckets of long runs
-// are split across up to GOMAXPROCS goroutines; the result does not depend
-// on how. The gather that follows copies each key in canonical order for
-// the integrity check (check): its loads are independent of each other, so
-// they overlap, where putting the keys in order in place would follow the
-// permutation's cycles one dependent load at a time.
+// The sort reads the records' keys where they are: each record's identity
+// sits in its first cache line (catalog.Record), and the strings' bytes
+// where the record keeps them. It sorts 16-byte entries holding eight key
+// bytes at a time (a multikey MSD radix sort), so records whose paths share
+// long prefixes cost a few passes over contiguous memory instead of a
+// comparison per pair that chases two scattered records; a record is read
+// again only for the next eight bytes of a run that ties on a word. (A
+// copy of every key would be read no faster, and writing it costs as much
+// as the reads it saves.) Loading the first words and the radix buckets of
+// long runs are split across up to GOMAXPROCS goroutines; the result does
+// not depend on how. The gather that follows copies each key in canonical
+// order for the integrity check (check) from the cache line it reads the
+// canonical bytes from.
 func sortForBuild(in []*catalog.Record) sortedRecords {
 	sc := getScratch(len(in))
 	out := sortedRecords{
@@ -82,21 +84,21 @@ func sortForBuild(in []*catalog.Record) sortedRecords {
 	inParallel(len(in), partsFor(len(in)), func(_, lo, hi int) {
 		for k := lo; k < hi; k++ {
 			i := s.entries[k].i
-			out.records[k], out.order[k], out.canon[k], out.keys[k] = in[i], i, in[i].Canonical(), s.keys[i]
+			out.records[k], out.order[k], out.canon[k], out.keys[k] = in[i], i, in[i].Canonical(), in[i].Key()
 		}
 	})
 	return out
 }
 
-// A keySorter holds the sort keys of records: keys[i] is record i's. A key
-// has two components: its kind byte followed by its path, and its
-// source_ref. Comparing the components in turn, bytewise, then the input
-// position, is exactly catalog.Compare with input order as the tie-break:
-// the kind byte orders the kinds as catalog.Kind does, and a fixed-length
-// prefix keeps bytewise order. The kind byte is not stored: word and
-// compareFrom read it from the key.
+// A keySorter sorts records by their keys, read from the records: in[i] is
+// record i. A key has two components: its kind byte followed by its path,
+// and its source_ref. Comparing the components in turn, bytewise, then the
+// input position, is exactly catalog.Compare with input order as the
+// tie-break: the kind byte orders the kinds as catalog.Kind does, and a
+// fixed-length prefix keeps bytewise order. The kind byte is not stored:
+// word and compareFrom read it from the record.
 type keySorter struct {
-	keys    []catalog.Key
+	in      []*catalog.Record
 	entries []sortEntry
 	scratch []sortEntry   // as long as entries, for the radix passes
 	workers chan struct{} // a token for each goroutine radixParallel may add
@@ -115,30 +117,30 @@ const more = 9 // sortEntry.n of a component that goes on past the word
 
 // word returns word(component comp of record i's key, depth).
 func (s *keySorter) word(i int32, comp, depth int) (uint64, int32) {
-	k := &s.keys[i]
+	r := s.in[i]
 	switch {
 	case comp == 1:
-		return word(k.SourceRef, depth)
+		return word(r.SourceRef(), depth)
 	case depth > 0:
-		return word(k.Path, depth-1)
+		return word(r.PathName(), depth-1)
 	}
-	w, n := word(k.Path, 0)
-	return uint64(k.Kind)<<56 | w>>8, min(n+1, more)
+	w, n := word(r.PathName(), 0)
+	return uint64(r.Kind())<<56 | w>>8, min(n+1, more)
 }
 
 // compareFrom compares component comp of records a and b from depth on.
 func (s *keySorter) compareFrom(a, b int32, comp, depth int) int {
-	ka, kb := &s.keys[a], &s.keys[b]
+	ra, rb := s.in[a], s.in[b]
 	if comp == 1 {
-		return strings.Compare(ka.SourceRef[depth:], kb.SourceRef[depth:])
+		return strings.Compare(ra.SourceRef()[depth:], rb.SourceRef()[depth:])
 	}
 	if depth == 0 {
-		if ka.Kind != kb.Kind {
-			return cmp.Compare(ka.Kind, kb.Kind)
+		if ra.Kind() != rb.Kind() {
+			return cmp.Compare(ra.Kind(), rb.Kind())
 		}
 		depth = 1
 	}
-	return strings.Compare(ka.Path[depth-1:], kb.Path[depth-1:])
+	return strings.Compare(ra.PathName()[depth-1:], rb.PathName()[depth-1:])
 }
 
 // smallRun is the run length below which entries are sorted by insertion

@@ -37,7 +37,7 @@ func inParallel(n, parts int, f func(p, lo, hi int)) {
 // goroutines.
 func newKeySorter(in []*catalog.Record, sc *buildScratch) *keySorter {
 	s := &keySorter{
-		keys:    sc.keys,
+		in:      in,
 		entries: sc.entries,
 		scratch: sc.tmp,
 		workers: make(chan struct{}, runtime.GOMAXPROCS(0)-1),
@@ -46,11 +46,9 @@ func newKeySorter(in []*catalog.Record, sc *buildScratch) *keySorter {
 	return s
 }
 
-// loadKeys copies the keys of in[lo:hi] and loads the entries' first
-// words.
+// loadKeys loads the first words of the entries of in[lo:hi].
 func (s *keySorter) loadKeys(in []*catalog.Record, lo, hi int) {
 	for i := lo; i < hi; i++ {
-		s.keys[i] = in[i].Key()
 		w, n := s.word(int32(i), 0, 0)
 		s.entries[i] = sortEntry{w: w, n: n, i: int32(i)}
 	}
