@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -109,16 +110,19 @@ func (m MutualTLS) Authenticate(r *http.Request) (finalize.Origin, error) {
 // 8141; the UUID in canonical lowercase form). It does not verify the
 // certificate. Errors wrap ErrBadCredentials.
 func VesselOfCertificate(cert *x509.Certificate) (uuid.UUID, error) {
-	var found []string
+	var found []*url.URL
 	for _, u := range cert.URIs {
 		if u.Scheme == "urn" && strings.HasPrefix(strings.ToLower(u.Opaque), "uuid:") {
-			found = append(found, u.Opaque[len("uuid:"):])
+			found = append(found, u)
 		}
 	}
 	if len(found) != 1 {
 		return uuid.Nil, badCredentials("the certificate must carry exactly one urn:uuid: URI SAN")
 	}
-	id, err := envelope.ParseUUID(found[0])
+	if u := found[0]; u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.RawFragment != "" {
+		return uuid.Nil, badCredentials("the certificate's urn:uuid: SAN has a query or a fragment")
+	}
+	id, err := envelope.ParseUUID(found[0].Opaque[len("uuid:"):])
 	if err != nil {
 		return uuid.Nil, badCredentials("the certificate's urn:uuid: SAN is not a canonical lowercase UUID")
 	}

@@ -92,6 +92,14 @@ func TestMutualTLSCredentials(t *testing.T) {
 		{"missing", func() *tls.Certificate { return nil }},
 		{"no urn:uuid SAN", func() *tls.Certificate { c := r.ca.clientWith(t); return &c }},
 		{"two urn:uuid SANs", func() *tls.Certificate { return &twoSANs }},
+		{"urn:uuid with a query", func() *tls.Certificate {
+			c := r.ca.clientWith(t, &url.URL{Scheme: "urn", Opaque: "uuid:" + vesselA.String(), RawQuery: "x=1"})
+			return &c
+		}},
+		{"urn:uuid with a fragment", func() *tls.Certificate {
+			c := r.ca.clientWith(t, &url.URL{Scheme: "urn", Opaque: "uuid:" + vesselA.String(), Fragment: "f"})
+			return &c
+		}},
 		{"uppercase UUID", func() *tls.Certificate {
 			c := r.ca.clientWith(t, &url.URL{Scheme: "urn", Opaque: "uuid:" + strings.ToUpper(vesselA.String())})
 			return &c

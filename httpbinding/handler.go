@@ -18,6 +18,7 @@ import (
 const (
 	DefaultMaxInFlight     = 4                // requests of one vessel at once
 	DefaultRetryAfter      = 30 * time.Second // Retry-After of 429 and 503 answers
+	DefaultReceiveTimeout  = 20 * time.Second // staging one message
 	DefaultFinalizeTimeout = 60 * time.Second // one Finalize after a complete receipt
 )
 
@@ -30,7 +31,7 @@ const (
 //
 //	405 a method other than POST (Allow: POST; plain text)
 //	401 the Authenticator refused (WWW-Authenticate from a Challenger; plain text)
-//	415 a Content-Type other than application/json (refusal unsupported)
+//	415 a Content-Type other than application/json, or several (refusal unsupported)
 //	429 the vessel has its limit of requests in flight (refusal store_unavailable; Retry-After)
 //	413 a body over MaxRequestBody; the rest is not read (refusal limit_exceeded)
 //	400 the body could not be read, such as a sender cut by the read timeout (plain text)
@@ -41,18 +42,23 @@ const (
 //	200 the receipt, only once the Receiver staged the message durably
 //
 // Every answer given before the body is read in full (405, 401, 415,
-// 429, 413, 400) hangs up after it, so that an unread body is never read.
-// When a receipt reports the set complete the Handler runs Finalize
-// before answering (SPEC.md §11.4), on
-// a context detached from the request and bounded by the finalize
-// timeout; a Finalize failure is reported to the Observer and never
-// changes the answer, since the receipt is already durable.
+// 429, 413, 400) hangs up after it, so that an unread body is never read;
+// so does every answer to a request sent with a Transfer-Encoding
+// (RFC 9112 §6.3: a Content-Length beside it cannot be trusted). The
+// Receiver stages the message within the receive timeout: a store that
+// does not answer in time is 503 store_unavailable, never a receipt, and
+// frees the vessel's slot. When a receipt reports the set complete the
+// Handler runs Finalize before answering (SPEC.md §11.4), on a context
+// detached from the request and bounded by the finalize timeout; a
+// Finalize failure is reported to the Observer and never changes the
+// answer, since the receipt is already durable.
 type Handler struct {
 	recv            *finalize.Receiver
 	auth            Authenticator
 	observe         Observer
 	limit           *limiter
 	retryAfter      time.Duration
+	receiveTimeout  time.Duration
 	finalizeTimeout time.Duration
 }
 
@@ -75,9 +81,17 @@ func WithMaxInFlight(n int) HandlerOption {
 // DefaultRetryAfter, at least a second, in whole seconds).
 func WithRetryAfter(d time.Duration) HandlerOption { return func(h *Handler) { h.retryAfter = d } }
 
+// WithReceiveTimeout bounds the Receiver's staging of one message
+// (default DefaultReceiveTimeout); a store that takes longer is answered
+// 503 store_unavailable.
+func WithReceiveTimeout(d time.Duration) HandlerOption {
+	return func(h *Handler) { h.receiveTimeout = d }
+}
+
 // WithFinalizeTimeout bounds a Finalize run after a complete receipt
 // (default DefaultFinalizeTimeout). The server's WriteTimeout must exceed
-// it, or the sender loses the receipt of a slow activation (and resends).
+// it and the receive timeout together, or the sender loses the receipt of
+// a slow activation (and resends).
 func WithFinalizeTimeout(d time.Duration) HandlerOption {
 	return func(h *Handler) { h.finalizeTimeout = d }
 }
@@ -91,7 +105,7 @@ func NewHandler(recv *finalize.Receiver, auth Authenticator, opts ...HandlerOpti
 	}
 	h := &Handler{
 		recv: recv, auth: auth, observe: func(Event) {}, limit: newLimiter(DefaultMaxInFlight),
-		retryAfter: DefaultRetryAfter, finalizeTimeout: DefaultFinalizeTimeout,
+		retryAfter: DefaultRetryAfter, receiveTimeout: DefaultReceiveTimeout, finalizeTimeout: DefaultFinalizeTimeout,
 	}
 	for _, o := range opts {
 		o(h)
@@ -113,6 +127,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			hangUp(w)
 		}
 	}()
+	if len(r.TransferEncoding) > 0 {
+		ev.hangUp = true
+	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		h.plain(w, ev, http.StatusMethodNotAllowed, OutcomeMethodNotAllowed, nil)
@@ -127,8 +144,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ev.Vessel = origin.VesselID
-	if !isJSON(r.Header.Get("Content-Type")) {
-		h.refuseUnread(w, ev, http.StatusUnsupportedMediaType, sourcecatalog.Errorf(sourcecatalog.ErrUnsupported, "the request must be application/json"))
+	if ct := r.Header.Values("Content-Type"); len(ct) != 1 || !isJSON(ct[0]) {
+		h.refuseUnread(w, ev, http.StatusUnsupportedMediaType, sourcecatalog.Errorf(sourcecatalog.ErrUnsupported, "the request must be application/json, with one Content-Type"))
 		return
 	}
 	if !h.limit.acquire(origin.VesselID) {
@@ -146,7 +163,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.plain(w, ev, http.StatusBadRequest, OutcomeBadRequest, err)
 		return
 	}
-	rc, err := h.receive(r.Context(), origin, body, &ev.Event)
+	ctx, cancel := context.WithTimeout(r.Context(), h.receiveTimeout)
+	defer cancel()
+	rc, err := h.receive(ctx, origin, body, &ev.Event)
 	if err != nil {
 		h.refuse(w, ev, StatusOf(envelope.RefusalOf(err).Class), err)
 		return

@@ -227,6 +227,40 @@ func TestMethodAndMediaType(t *testing.T) {
 			}
 		})
 	}
+
+	raw := func(t *testing.T, request string) string {
+		t.Helper()
+		conn := dial(t, r, &cert)
+		_, err := io.WriteString(conn, request)
+		require.NoError(t, err)
+		return readAnswer(t, conn)
+	}
+	// Two media types are none: the first is not taken for the request's.
+	for _, types := range [][2]string{{"application/json", "text/plain"}, {"text/plain", "application/json"}} {
+		t.Run("two Content-Types "+types[0]+", "+types[1], func(t *testing.T) {
+			got := raw(t, fmt.Sprintf("POST / HTTP/1.1\r\nHost: receiver\r\nContent-Type: %s\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n%s",
+				types[0], types[1], len(body), body))
+			assert.True(t, strings.HasPrefix(got, "HTTP/1.1 415 "), "%q", got)
+		})
+	}
+	// net/http would answer OPTIONS * itself, unauthenticated.
+	t.Run("OPTIONS *", func(t *testing.T) {
+		before := len(r.events.of(httpbinding.EventMessage))
+		got := raw(t, "OPTIONS * HTTP/1.1\r\nHost: receiver\r\nConnection: close\r\n\r\n")
+		assert.True(t, strings.HasPrefix(got, "HTTP/1.1 405 "), "%q", got)
+		assert.Contains(t, got, "\r\nAllow: POST\r\n")
+		assert.Len(t, r.events.of(httpbinding.EventMessage), before+1, "the Handler answered it")
+	})
+	// A request framed by Transfer-Encoding is answered, and the
+	// connection closed (RFC 9112 §6.3): a request pipelined after it,
+	// which a Content-Length beside it would have framed otherwise, is
+	// never read.
+	t.Run("Transfer-Encoding and Content-Length", func(t *testing.T) {
+		got := raw(t, fmt.Sprintf("POST / HTTP/1.1\r\nHost: receiver\r\nContent-Type: application/json\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n0\r\n\r\n"+
+			"GET / HTTP/1.1\r\nHost: receiver\r\n\r\n", len(body), body))
+		assert.True(t, strings.HasPrefix(got, "HTTP/1.1 200 "), "%q", got)
+		assert.Equal(t, 1, strings.Count(got, "HTTP/1.1 "), "one answer, then the connection closed: %q", got)
+	})
 }
 
 // A vessel has at most its limit of requests in flight; more are 429 with
@@ -269,6 +303,31 @@ func TestPerVesselConcurrency(t *testing.T) {
 	for range 3 {
 		require.NoError(t, <-errs)
 	}
+}
+
+// A store that does not answer makes no receipt and holds no slot: the
+// request is answered 503 store_unavailable at the receive timeout, and
+// the vessel's next request, once the store answers, is served.
+func TestStoreThatHangsIsNoReceipt(t *testing.T) {
+	gate := &gateStore{Store: memstore.New(), entered: make(chan struct{}, 64), gate: make(chan struct{})}
+	r := startRig(t, rigConfig{store: gate, opts: []httpbinding.HandlerOption{
+		httpbinding.WithMaxInFlight(1), httpbinding.WithReceiveTimeout(200 * time.Millisecond),
+	}})
+	var once sync.Once
+	open := func() { once.Do(func() { close(gate.gate) }) }
+	t.Cleanup(open)
+	cert := r.ca.vessel(t, vesselA)
+	e := commitCycle(t, vesselA, uuid.Nil, "nav", 1).entries[0]
+	start := time.Now()
+	ans := r.post(t, &cert, http.MethodPost, nil, wrap(e))
+	require.Equal(t, http.StatusServiceUnavailable, ans.status, "%s", ans.body)
+	assert.Less(t, time.Since(start), 10*time.Second)
+	assert.Equal(t, "30", ans.header.Get("Retry-After"))
+	assert.Equal(t, sourcecatalog.ErrStoreUnavailable, ans.refusal(t).Class)
+	open()
+	rc, err := r.client(t, &cert).Send(context.Background(), e)
+	require.NoError(t, err, "the slot was freed")
+	assert.Equal(t, envelope.Staged, rc.Status, "nothing was staged before")
 }
 
 // A store that fails makes no receipt: 503 store_unavailable with

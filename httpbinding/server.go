@@ -18,7 +18,8 @@ type Timeouts struct {
 	// trickles is cut.
 	Read time.Duration
 	// Write bounds the handling and the answer, Finalize after a complete
-	// receipt included: keep it above the Handler's finalize timeout.
+	// receipt included: keep it above the Handler's receive and finalize
+	// timeouts together.
 	Write time.Duration
 	// Idle bounds how long a kept-alive connection waits for its next
 	// request.
@@ -30,7 +31,7 @@ type Timeouts struct {
 var DefaultTimeouts = Timeouts{
 	ReadHeader: 10 * time.Second,
 	Read:       60 * time.Second,
-	Write:      DefaultFinalizeTimeout + 30*time.Second,
+	Write:      DefaultReceiveTimeout + DefaultFinalizeTimeout + 10*time.Second,
 	Idle:       120 * time.Second,
 }
 
@@ -40,8 +41,9 @@ const MaxHeaderBytes = 16 << 10
 
 // NewServer returns an http.Server for h hardened for the open network:
 // TLS (tlsConfig, TLS 1.2 at least, HTTP/1.1 only), the timeouts t (zero
-// fields from DefaultTimeouts), MaxHeaderBytes, and errors logged to
-// errorLog (the standard logger when nil). Serve it with
+// fields from DefaultTimeouts), MaxHeaderBytes, no answer of its own to
+// OPTIONS * (the Handler answers it 405, as any method but POST), and
+// errors logged to errorLog (the standard logger when nil). Serve it with
 // srv.ServeTLS(listener, "", "") or srv.ListenAndServeTLS("", "").
 //
 // It returns an error wrapping sourcecatalog.ErrInvalidValue when
@@ -71,6 +73,8 @@ func NewServer(addr string, h http.Handler, tlsConfig *tls.Config, t Timeouts, e
 		IdleTimeout:       orDefault(t.Idle, DefaultTimeouts.Idle),
 		MaxHeaderBytes:    MaxHeaderBytes,
 		ErrorLog:          errorLog,
+
+		DisableGeneralOptionsHandler: true,
 	}, nil
 }
 

@@ -47,7 +47,7 @@ Answers:
   405  not a POST
   409  conflict, revision_conflict
   413  a body over 32768 bytes (refusal limit_exceeded; the rest is not read)
-  415  not application/json (refusal unsupported)
+  415  not application/json, or two Content-Types (refusal unsupported)
   422  the request or its message does not decode or is invalid, with the
        location of the first problem
   429  the vessel has 4 requests in flight (Retry-After)
@@ -484,6 +484,7 @@ func newServeServer(h http.Handler, tlsConfig *tls.Config, errorLog *log.Logger)
 	return &http.Server{
 		Handler: h, ReadHeaderTimeout: t.ReadHeader, ReadTimeout: t.Read, WriteTimeout: t.Write,
 		IdleTimeout: t.Idle, MaxHeaderBytes: httpbinding.MaxHeaderBytes, ErrorLog: errorLog,
+		DisableGeneralOptionsHandler: true, // OPTIONS * is the Handler's 405 too
 	}, nil
 }
 
