@@ -210,4 +210,20 @@ func TestNewServerRefuses(t *testing.T) {
 	assert.Equal(t, httpbinding.MaxHeaderBytes, srv.MaxHeaderBytes)
 	assert.Equal(t, uint16(tls.VersionTLS12), srv.TLSConfig.MinVersion)
 	assert.Equal(t, tls.RequestClientCert, srv.TLSConfig.ClientAuth, "MutualTLS verifies, so that every refusal is a 401")
+	assert.True(t, srv.DisableGeneralOptionsHandler, "OPTIONS * is the Handler's")
+
+	// The same bounds, without TLS.
+	plain := httpbinding.NewInsecureServer(":0", h, httpbinding.Timeouts{Read: time.Second}, nil)
+	assert.Nil(t, plain.TLSConfig)
+	for name, v := range map[string][2]any{
+		"ReadTimeout":                  {srv.ReadTimeout, plain.ReadTimeout},
+		"ReadHeaderTimeout":            {srv.ReadHeaderTimeout, plain.ReadHeaderTimeout},
+		"WriteTimeout":                 {srv.WriteTimeout, plain.WriteTimeout},
+		"IdleTimeout":                  {srv.IdleTimeout, plain.IdleTimeout},
+		"MaxHeaderBytes":               {srv.MaxHeaderBytes, plain.MaxHeaderBytes},
+		"Protocols":                    {srv.Protocols.String(), plain.Protocols.String()},
+		"DisableGeneralOptionsHandler": {srv.DisableGeneralOptionsHandler, plain.DisableGeneralOptionsHandler},
+	} {
+		assert.Equal(t, v[0], v[1], name)
+	}
 }

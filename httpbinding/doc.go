@@ -20,7 +20,8 @@
 // [NewServer] returns an http.Server hardened for the open network:
 // TLS 1.2 at least, HTTP/1.1 only, read-header, read, write and idle
 // timeouts, a header cap; the Handler adds a per-vessel limit of requests
-// in flight. An [Observer] is told of every request, Finalize and
+// in flight. [NewInsecureServer] has the same bounds over plain HTTP, for
+// a Handler built with [InsecureNoAuth]. An [Observer] is told of every request, Finalize and
 // reconciliation, for logs and metrics, without this package importing a
 // metrics library.
 //

@@ -58,14 +58,28 @@ func NewServer(addr string, h http.Handler, tlsConfig *tls.Config, t Timeouts, e
 	case tlsConfig.MinVersion < tls.VersionTLS12:
 		return nil, sourcecatalog.Errorf(sourcecatalog.ErrInvalidValue, "httpbinding: TLS below 1.2 is not allowed; set MinVersion")
 	}
-	cfg := tlsConfig.Clone()
-	cfg.NextProtos = []string{"http/1.1"}
+	srv := newHTTP1Server(addr, h, t, errorLog)
+	srv.TLSConfig = tlsConfig.Clone()
+	srv.TLSConfig.NextProtos = []string{"http/1.1"}
+	return srv, nil
+}
+
+// NewInsecureServer returns an http.Server for h with NewServer's bounds
+// but plain HTTP: for a Handler built with InsecureNoAuth, on loopback or
+// behind a proxy that terminates TLS and authenticates. Serve it with
+// srv.Serve(listener) or srv.ListenAndServe().
+func NewInsecureServer(addr string, h http.Handler, t Timeouts, errorLog *log.Logger) *http.Server {
+	return newHTTP1Server(addr, h, t, errorLog)
+}
+
+// newHTTP1Server returns the server NewServer and NewInsecureServer
+// share, without TLS.
+func newHTTP1Server(addr string, h http.Handler, t Timeouts, errorLog *log.Logger) *http.Server {
 	var protocols http.Protocols
 	protocols.SetHTTP1(true)
 	return &http.Server{
 		Addr:              addr,
 		Handler:           h,
-		TLSConfig:         cfg,
 		Protocols:         &protocols,
 		ReadHeaderTimeout: orDefault(t.ReadHeader, DefaultTimeouts.ReadHeader),
 		ReadTimeout:       orDefault(t.Read, DefaultTimeouts.Read),
@@ -75,7 +89,7 @@ func NewServer(addr string, h http.Handler, tlsConfig *tls.Config, t Timeouts, e
 		ErrorLog:          errorLog,
 
 		DisableGeneralOptionsHandler: true,
-	}, nil
+	}
 }
 
 func orDefault(d, def time.Duration) time.Duration {

@@ -444,16 +444,27 @@ func (a certOrToken) Authenticate(r *http.Request) (finalize.Origin, error) {
 	if len(r.Header.Values("Authorization")) == 0 {
 		return byCert, certErr
 	}
+	origin, err := a.withToken(r, byCert, certErr)
+	if err != nil {
+		return finalize.Origin{}, tokenPresented{err}
+	}
+	return origin, nil
+}
+
+// withToken authenticates a request that presents a bearer token, and
+// whose certificate, if any, authenticated as byCert or failed with
+// certErr.
+func (a certOrToken) withToken(r *http.Request, byCert finalize.Origin, certErr error) (finalize.Origin, error) {
 	byToken, err := a.tokens.Authenticate(r)
 	switch {
 	case err != nil:
-		return finalize.Origin{}, tokenPresented{err}
+		return finalize.Origin{}, err
 	case errors.Is(certErr, httpbinding.ErrNoCredentials):
 		return byToken, nil
 	case certErr != nil:
-		return finalize.Origin{}, tokenPresented{certErr}
+		return finalize.Origin{}, certErr
 	case byCert.VesselID != byToken.VesselID:
-		return finalize.Origin{}, tokenPresented{fmt.Errorf("the client certificate and the bearer token name different vessels: %w", httpbinding.ErrBadCredentials)}
+		return finalize.Origin{}, fmt.Errorf("the client certificate and the bearer token name different vessels: %w", httpbinding.ErrBadCredentials)
 	}
 	return byToken, nil
 }
@@ -480,12 +491,7 @@ func newServeServer(h http.Handler, tlsConfig *tls.Config, errorLog *log.Logger)
 	if tlsConfig != nil {
 		return httpbinding.NewServer("", h, tlsConfig, httpbinding.Timeouts{}, errorLog)
 	}
-	t := httpbinding.DefaultTimeouts
-	return &http.Server{
-		Handler: h, ReadHeaderTimeout: t.ReadHeader, ReadTimeout: t.Read, WriteTimeout: t.Write,
-		IdleTimeout: t.Idle, MaxHeaderBytes: httpbinding.MaxHeaderBytes, ErrorLog: errorLog,
-		DisableGeneralOptionsHandler: true, // OPTIONS * is the Handler's 405 too
-	}, nil
+	return httpbinding.NewInsecureServer("", h, httpbinding.Timeouts{}, errorLog), nil
 }
 
 // newAdminServer returns the plain HTTP server of /healthz and /metrics,

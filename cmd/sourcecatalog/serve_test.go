@@ -206,6 +206,19 @@ func serveBriefly(t *testing.T, args ...string) result {
 	return result{status, stdout.String(), stderr.String()}
 }
 
+// receiptOf reads resp, closes its body, and returns the receipt it
+// answers, failing the test unless it is a 200 with one.
+func receiptOf(t *testing.T, resp *http.Response) envelope.Receipt {
+	t.Helper()
+	answer, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", answer)
+	rc, err := envelope.DecodeReceipt(answer)
+	require.NoError(t, err)
+	return rc
+}
+
 // serveGet gets url and returns the status and the body.
 func serveGet(t *testing.T, url string) (int, string) {
 	t.Helper()
@@ -676,13 +689,7 @@ func TestServeReconcilesAtStartup(t *testing.T) {
 	// An identical resend of a chunk over plain HTTP.
 	resp, err := http.Post("http://"+listen+"/", "application/json", bytes.NewReader(bodies[1]))
 	require.NoError(t, err)
-	answer, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	require.NoError(t, err)
-	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", answer)
-	rc, err := envelope.DecodeReceipt(answer)
-	require.NoError(t, err)
-	assert.Equal(t, envelope.AlreadyReceived, rc.Status)
+	assert.Equal(t, envelope.AlreadyReceived, receiptOf(t, resp).Status)
 	s.log.wait(t, "message", map[string]any{"vessel": vesselFlag, "snapshot": snap.Manifest.SnapshotID.String(),
 		"entity_type": sourcecatalog.ChunkEntityType, "outcome": "already_received", "status": 200.0})
 
@@ -802,13 +809,7 @@ func TestServeShutdownFinishesInFlight(t *testing.T) {
 	require.NoError(t, err)
 	resp, err = http.ReadResponse(answers, nil)
 	require.NoError(t, err)
-	answer, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	require.NoError(t, err)
-	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", answer)
-	rc, err := envelope.DecodeReceipt(answer)
-	require.NoError(t, err)
-	assert.Equal(t, envelope.Staged, rc.Status)
+	assert.Equal(t, envelope.Staged, receiptOf(t, resp).Status)
 	require.NoError(t, conn.SetReadDeadline(time.Now().Add(10*time.Second)))
 	_, err = answers.ReadByte()
 	assert.ErrorIs(t, err, io.EOF, "a connection answered during the shutdown is closed")
@@ -821,7 +822,7 @@ func TestServeShutdownFinishesInFlight(t *testing.T) {
 	require.NoError(t, err)
 	defer func() { require.NoError(t, st.Close()) }()
 	origin := finalize.Origin{VesselID: snap.Manifest.VesselID}
-	rc, err = finalize.NewReceiver(st).ReceiveChunk(context.Background(), origin, snap.Chunks[0].Canonical())
+	rc, err := finalize.NewReceiver(st).ReceiveChunk(context.Background(), origin, snap.Chunks[0].Canonical())
 	require.NoError(t, err)
 	assert.Equal(t, envelope.AlreadyReceived, rc.Status)
 }
