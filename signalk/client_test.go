@@ -31,7 +31,7 @@ type fakeServer struct {
 	auth      []string // Authorization headers seen
 }
 
-func newFakeServer(t *testing.T, tls bool) *fakeServer {
+func newFakeServer(t testing.TB, tls bool) *fakeServer {
 	f := &fakeServer{model: model(`{"p":`+leaf("1", "n2k.160", "")+`}`, twoBuses), startIDs: []string{"start-1"}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /signalk", func(w http.ResponseWriter, r *http.Request) {
