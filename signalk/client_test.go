@@ -6,6 +6,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -247,7 +248,11 @@ func TestDiscoverHostile(t *testing.T) {
 		}, ReasonRequest, nil},
 		{"a redirect", nil, func(f *fakeServer) {
 			f.api = func(w http.ResponseWriter, r *http.Request) {
-				http.Redirect(w, r, "http://127.0.0.2/", http.StatusFound)
+				if r.URL.Query().Has("moved") {
+					w.Write([]byte(f.model))
+					return
+				}
+				http.Redirect(w, r, "/signalk/v1/api/?moved", http.StatusFound)
 			}
 		}, ReasonRequest, nil},
 		{"wrong types everywhere", nil, func(f *fakeServer) {
@@ -294,6 +299,27 @@ func TestDiscoverHostile(t *testing.T) {
 			requireScanError(t, err, tt.reason)
 		})
 	}
+}
+
+// TestDiscoverBoundsMemory: a body far over the bound costs memory of the
+// order of the bound, not of the body.
+func TestDiscoverBoundsMemory(t *testing.T) {
+	f := newFakeServer(t, false)
+	f.api = func(w http.ResponseWriter, r *http.Request) {
+		chunk := bytes.Repeat([]byte(" "), 1<<20)
+		for range 64 {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+	}
+	c := newClient(t, f, WithMaxBytes(1<<20))
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := c.Discover(t.Context())
+	runtime.ReadMemStats(&after)
+	requireScanError(t, err, ReasonBody)
+	require.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(16<<20), "a 64 MiB body read against a 1 MiB bound")
 }
 
 func TestDiscoverUnreachable(t *testing.T) {
