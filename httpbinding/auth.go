@@ -116,7 +116,7 @@ func (m MutualTLS) Authenticate(r *http.Request) (finalize.Origin, error) {
 // ErrBadCredentials.
 func VesselOfCertificate(cert *x509.Certificate) (uuid.UUID, error) {
 	if len(cert.URIs) != 1 {
-		return uuid.Nil, badCredentials("the certificate must carry exactly one URI SAN, urn:uuid:<vessel>")
+		return uuid.Nil, badCredentials("the certificate must carry exactly one urn:uuid: URI SAN and no other URI SAN")
 	}
 	u := cert.URIs[0]
 	if u.Scheme != "urn" || !strings.HasPrefix(strings.ToLower(u.Opaque), "uuid:") {

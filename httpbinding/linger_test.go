@@ -26,8 +26,8 @@ import (
 // must be read.
 const tries = 10
 
-// An earlyRig serves vessels A and B by bearer token, with a read timeout
-// short enough to cut a stalled body, and holds one request of B in the
+// An earlyRig serves vessels A and B by bearer token, with the read
+// timeout read (0 for the default), and holds one request of B in the
 // store so that B's next one is over its limit.
 type earlyRig struct {
 	*rig
@@ -39,7 +39,7 @@ const (
 	earlyTokenB = "token-of-vessel-b"
 )
 
-func startEarlyRig(t *testing.T) *earlyRig {
+func startEarlyRig(t *testing.T, read time.Duration) *earlyRig {
 	t.Helper()
 	tokens, err := httpbinding.ParseTokens(strings.NewReader(httpbinding.TokenHash(earlyTokenA, vesselA) + "\n" + httpbinding.TokenHash(earlyTokenB, vesselB) + "\n"))
 	require.NoError(t, err)
@@ -47,7 +47,7 @@ func startEarlyRig(t *testing.T) *earlyRig {
 	r := startRig(t, rigConfig{
 		store:    gate,
 		auth:     func(*testCA) httpbinding.Authenticator { return tokens },
-		timeouts: httpbinding.Timeouts{Read: 500 * time.Millisecond},
+		timeouts: httpbinding.Timeouts{Read: read},
 		opts:     []httpbinding.HandlerOption{httpbinding.WithMaxInFlight(1)},
 	})
 	// B's one slot is taken until the test ends.
@@ -69,6 +69,21 @@ func startEarlyRig(t *testing.T) *earlyRig {
 	caFile := filepath.Join(t.TempDir(), "ca.pem")
 	require.NoError(t, os.WriteFile(caFile, r.ca.CertPEM(), 0o600))
 	return &earlyRig{rig: r, caFile: caFile}
+}
+
+// earlyRigs are an earlyRig with the default timeouts, and one whose 1 s
+// read timeout cuts a stalled body: the 400 cases'.
+type earlyRigs struct{ fast, slow *earlyRig }
+
+func startEarlyRigs(t *testing.T) earlyRigs {
+	return earlyRigs{fast: startEarlyRig(t, 0), slow: startEarlyRig(t, time.Second)}
+}
+
+func (r earlyRigs) of(tc earlyCase) *earlyRig {
+	if tc.status == http.StatusBadRequest {
+		return r.slow
+	}
+	return r.fast
 }
 
 // An earlyCase is a request answered before its body is read in full.
@@ -106,7 +121,7 @@ func earlyCases() []earlyCase {
 		{"413 announced 1 MiB", http.MethodPost, json, mib, false, 16 << 10, http.StatusRequestEntityTooLarge},
 		{"413 chunked", http.MethodPost, json, mib, true, 40 << 10, http.StatusRequestEntityTooLarge},
 		// The rest of the body comes only after the answer, which the
-		// read timeout makes a 400.
+		// read timeout (earlyRigs) makes a 400.
 		{"400 body stalls", http.MethodPost, json, 20 << 10, false, 16 << 10, http.StatusBadRequest},
 	}
 }
@@ -116,8 +131,9 @@ func earlyCases() []earlyCase {
 // client: the server closes only after a lingering close, so the sender
 // never meets a reset instead of the answer.
 func TestEarlyAnswersAreReadByGo(t *testing.T) {
-	r := startEarlyRig(t)
+	rigs := startEarlyRigs(t)
 	for _, tc := range earlyCases() {
+		r := rigs.of(tc)
 		t.Run(tc.name, func(t *testing.T) {
 			for i := range tries {
 				status, err := goEarly(t, r, tc)
@@ -199,26 +215,31 @@ func (c *lateReader) Read(p []byte) (int, error) {
 
 // The same answers, 10 times in 10, with curl sending the body at a
 // bounded rate, so that it is still sending when the answer comes, and,
-// for the 413 of 32,769 bytes, as fast as it can.
+// for the 413 of 32,769 bytes, as fast as it can. For the 400 curl sends
+// from its standard input: the first bytes, then nothing until the
+// server has answered, then the rest.
 func TestEarlyAnswersAreReadByCurl(t *testing.T) {
 	curl := curlBinary(t)
-	r := startEarlyRig(t)
+	rigs := startEarlyRigs(t)
 	dir := t.TempDir()
 	cases := earlyCases()
 	cases = append(cases, earlyCase{name: "413 announced 32769 at full speed", method: http.MethodPost, header: cases[4].header,
 		size: httpbinding.MaxRequestBody + 1, status: http.StatusRequestEntityTooLarge})
 	for _, tc := range cases {
-		rate := "200k"
-		if tc.status == http.StatusBadRequest {
-			tc.size, rate = 24<<10, "20k" // 1.2 s, longer than the read timeout
-		}
+		r := rigs.of(tc)
+		stalls := tc.status == http.StatusBadRequest
 		t.Run(tc.name, func(t *testing.T) {
 			body := filepath.Join(dir, fmt.Sprintf("body-%d", tc.size))
 			require.NoError(t, os.WriteFile(body, bytes.Repeat([]byte(" "), tc.size), 0o600))
 			args := []string{"-sS", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "20", "--cacert", r.caFile,
-				"-X", tc.method, "--data-binary", "@" + body, "-H", "Expect:"}
-			if tc.first > 0 { // not at full speed
-				args = append(args, "--limit-rate", rate)
+				"-X", tc.method, "-H", "Expect:"}
+			switch {
+			case stalls:
+				args = append(args, "-T", "-") // chunked, from standard input
+			case tc.first > 0: // not at full speed
+				args = append(args, "--data-binary", "@"+body, "--limit-rate", "200k")
+			default:
+				args = append(args, "--data-binary", "@"+body)
 			}
 			if tc.chunked {
 				args = append(args, "-H", "Transfer-Encoding: chunked")
@@ -233,12 +254,42 @@ func TestEarlyAnswersAreReadByCurl(t *testing.T) {
 				var stderr bytes.Buffer
 				cmd := exec.Command(curl, append(args, r.url)...)
 				cmd.Stderr = &stderr
+				var sending sync.WaitGroup
+				if stalls {
+					stdin, err := cmd.StdinPipe()
+					require.NoError(t, err)
+					before := len(r.events.of(httpbinding.EventMessage))
+					sending.Add(1)
+					go func() {
+						defer sending.Done()
+						defer stdin.Close()
+						if _, err := stdin.Write(make([]byte, tc.first)); err != nil {
+							return
+						}
+						for deadline := time.Now().Add(20 * time.Second); !answered(r.events, before) && time.Now().Before(deadline); {
+							time.Sleep(10 * time.Millisecond) // until the server has answered
+						}
+						_, _ = stdin.Write(make([]byte, tc.size-tc.first))
+					}()
+				}
 				out, err := cmd.Output()
+				sending.Wait()
 				require.NoError(t, err, "try %d: curl: %s", i+1, stderr.String())
-				require.Equal(t, fmt.Sprint(tc.status), string(out), "try %d: curl: %s", i+1, stderr.String())
+				require.Equal(t, fmt.Sprint(tc.status), string(out), "try %d: curl: %s %+v", i+1, stderr.String(), r.events.of(httpbinding.EventMessage))
 			}
 		})
 	}
+}
+
+// answered reports whether a message after the first before was answered
+// 400.
+func answered(l *eventLog, before int) bool {
+	for _, ev := range l.of(httpbinding.EventMessage)[before:] {
+		if ev.Status == http.StatusBadRequest {
+			return true
+		}
+	}
+	return false
 }
 
 // curlBinary returns the path of curl; without it the test is skipped,
