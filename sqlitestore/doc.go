@@ -31,8 +31,11 @@
 // one connection: SQLite has one writer per file, so every transaction, of
 // any vessel, is serialised, within the process by a mutex and across
 // processes by SQLite's file locks. A transaction that cannot take the write
-// lock within the busy timeout (WithBusyTimeout, 5 s by default) fails
-// with ErrLocked; no call waits longer. Callbacks are never re-run.
+// lock within the busy timeout (WithBusyTimeout, 5 s by default), counted
+// from the call and so including the wait behind the Store's own
+// transactions, fails with ErrLocked; no call waits longer for another
+// process, however many calls are queued, and a call whose context ends
+// while it waits returns at once. Callbacks are never re-run.
 //
 // Every Open takes a lifetime lock on a sidecar file, the database path
 // with ".lock" appended: shared by default, so several processes (a timer's

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -22,7 +21,7 @@ type Store struct {
 	path string
 	cfg  config
 
-	mu       sync.Mutex // held for a whole transaction, and by Close
+	mu       turn // held for a whole transaction, and by Close
 	db       *sql.DB
 	conn     *sql.Conn // the only connection
 	lock     *os.File  // the lifetime lock; nil for a test VFS
@@ -47,8 +46,11 @@ type Option func(*config)
 const maxBusyTimeout = 10 * time.Minute
 
 // WithBusyTimeout sets how long a transaction waits for another process's
-// write lock before it fails with ErrLocked (default 5 s). Zero fails at
-// once; Open refuses a negative duration or one over ten minutes.
+// write lock before it fails with ErrLocked (default 5 s), counted from
+// the call: time spent behind this Store's own transactions counts, so
+// calls queued behind one that waits for the lock fail with it, not one
+// after another. Zero fails at once; Open refuses a negative duration or
+// one over ten minutes.
 func WithBusyTimeout(d time.Duration) Option { return func(c *config) { c.busy = d } }
 
 // WithExclusiveLock makes the Store the file's sole owner for its lifetime:
@@ -106,8 +108,15 @@ func (s *Store) classify(ctx context.Context, op string, err error) error {
 // returns body's error unchanged. COMMIT and ROLLBACK run whatever ctx
 // says, so that their outcome depends on the file alone; if either fails,
 // or body met an I/O error, the Store is poisoned.
+//
+// A call waits for the Store's transactions before it only while ctx
+// lasts, and for another process's write lock only for what is left of
+// the busy timeout, counted from the call (begin).
 func (s *Store) transact(ctx context.Context, body func(q *sql.Conn) error) error {
-	s.mu.Lock()
+	called := time.Now()
+	if err := s.mu.LockContext(ctx); err != nil {
+		return fmt.Errorf("sqlitestore: begin: waiting for the store's other transactions: %w", err)
+	}
 	defer s.mu.Unlock()
 	if err := s.usable(); err != nil {
 		return err
@@ -115,8 +124,8 @@ func (s *Store) transact(ctx context.Context, body func(q *sql.Conn) error) erro
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("sqlitestore: begin: %w", err)
 	}
-	if _, err := s.conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-		return s.classify(ctx, "begin", err)
+	if err := s.begin(ctx, time.Since(called)); err != nil {
+		return err
 	}
 	done := false
 	defer func() {
@@ -140,6 +149,36 @@ func (s *Store) transact(ctx context.Context, body func(q *sql.Conn) error) erro
 		return fmt.Errorf("sqlitestore: commit: %w: %w", ErrPoisoned, err)
 	}
 	return nil
+}
+
+// begin runs BEGIN IMMEDIATE, waiting for another process's write lock
+// for the busy timeout less waited, the time the call spent behind the
+// Store's own transactions (at least one try), and returns its classified
+// error. So a transaction queued behind one that waits for the lock waits
+// beside it, not after it: while another process holds the file, every
+// call fails with ErrLocked one busy timeout after it was made, however
+// many were queued. The transaction's statements, COMMIT included, have
+// the whole busy timeout again; if it cannot be restored the Store is
+// poisoned.
+func (s *Store) begin(ctx context.Context, waited time.Duration) error {
+	if waited >= time.Millisecond {
+		if err := s.setBusyTimeout(max(0, s.cfg.busy-waited)); err != nil {
+			return s.classify(ctx, "begin", err)
+		}
+		defer func() {
+			if err := s.setBusyTimeout(s.cfg.busy); err != nil {
+				s.poison(err)
+			}
+		}()
+	}
+	_, err := s.conn.ExecContext(ctx, "BEGIN IMMEDIATE")
+	return s.classify(ctx, "begin", err)
+}
+
+// setBusyTimeout sets how long the connection's statements wait for
+// another process's lock.
+func (s *Store) setBusyTimeout(d time.Duration) error {
+	return s.conn.Raw(func(c any) error { return c.(driver.Conn).Raw().BusyTimeout(d) })
 }
 
 // rollback ends the open transaction, if SQLite has not already ended it

@@ -38,7 +38,9 @@ complete, at start-up and then every --reconcile-interval (SPEC.md §8.6).
 Every request is authenticated before its body is read, by a client
 certificate (--client-ca), a bearer token (--tokens), or either when both
 are given (a request presenting both must name one vessel with both). A
-vessel's credentials stage only that vessel's messages.
+vessel's credentials stage only that vessel's messages. Serve has no
+fleet registry: the --client-ca and --tokens files are its registry, and
+every vessel they authenticate is taken as registered (SPEC.md §11.2).
 
 Answers:
   200  the receipt: staged, or already_received for an identical resend
@@ -102,7 +104,9 @@ Flags (each at most once):
                        --client-ca or --tokens
   --insecure-no-auth VESSEL
                        instead of TLS and authentication: plain HTTP, every
-                       request taken as sent by VESSEL, whoever sends it.
+                       request taken as sent by VESSEL, whoever sends it;
+                       a request presenting an Authorization header is
+                       401, as a credential sent in clear.
                        For tests and for a receiver behind a proxy that
                        authenticates; --listen must then be a loopback
                        address (127.0.0.1 or ::1), and the TLS and
