@@ -68,7 +68,7 @@ func outboxPending(t *testing.T, path string, vessel uuid.UUID) (pending int, la
 	require.NoError(t, err)
 	errPeek := assert.AnError
 	err = s.Outbox().WithVessel(ctx, vessel, func(tx outbox.Tx) error {
-		next, err := tx.NextRevision(ctx)
+		next, err := tx.NextRevision(ctx, 0)
 		last = next - 1
 		if err != nil {
 			return err
