@@ -199,7 +199,7 @@ func finalStatus(s Snapshot, v VesselState) OutcomeStatus {
 // supersededBy is the Reason a snapshot finalized Superseded keeps: the
 // active snapshot that superseded it.
 func supersededBy(revision int64, snapshot uuid.UUID) string {
-	return fmt.Sprintf("superseded by revision %d, snapshot %s", revision, snapshot)
+	return fmt.Sprintf("revision %d, snapshot %s, was active", revision, snapshot)
 }
 
 // supersededByActive counts the snapshots of all that the active snapshot

@@ -66,7 +66,7 @@ func TestSupersededByActive(t *testing.T) {
 	}
 	for _, s := range status().Snapshots {
 		if s.Final == finalize.Superseded {
-			require.Equal(t, fmt.Sprintf("superseded by revision 1000, snapshot %s", first), s.Reason, "revision %d", s.Revision)
+			require.Equal(t, fmt.Sprintf("revision 1000, snapshot %s, was active", first), s.Reason, "revision %d", s.Revision)
 		}
 	}
 	again, err := r.Finalize(ctx, vessel, behind[0])
