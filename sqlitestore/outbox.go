@@ -48,8 +48,8 @@ type outboxTx struct {
 	last   int64 // the last revision allocated, as of this transaction
 }
 
-func (t *outboxTx) NextRevision(ctx context.Context) (int64, error) {
-	rev := t.last + 1
+func (t *outboxTx) NextRevision(ctx context.Context, floor int64) (int64, error) {
+	rev := max(t.last+1, floor)
 	_, err := t.exec(ctx, "allocate revision", `INSERT INTO outbox_vessels (vessel_id, last_revision) VALUES (?, ?)
 		ON CONFLICT (vessel_id) DO UPDATE SET last_revision = excluded.last_revision`, t.vessel, rev)
 	if err != nil {

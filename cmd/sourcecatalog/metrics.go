@@ -33,6 +33,7 @@ type serveMetrics struct {
 
 	snapshots, snapshotsLimit *prometheus.GaugeVec // vessel, bound
 	bytes, bytesLimit         *prometheus.GaugeVec // vessel, bound
+	supersededByActive        *prometheus.GaugeVec // vessel
 }
 
 // Label values of the staging gauges' bound label.
@@ -71,12 +72,16 @@ func newServeMetrics() *serveMetrics {
 		snapshotsLimit: stagingGauge(ns, "staging_snapshots_limit", "The bound on staging_snapshots, by vessel and bound."),
 		bytes:          stagingGauge(ns, "staging_bytes", "Bytes staged, by vessel and bound (incomplete: still staging; retained: finalized and kept)."),
 		bytesLimit:     stagingGauge(ns, "staging_bytes_limit", "The bound on staging_bytes, by vessel and bound."),
+		supersededByActive: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: ns, Name: "superseded_by_active",
+			Help: "Snapshots the vessel's active snapshot superseded since it was activated, as of the vessel's last finalize; growing, the vessel's revisions went backwards (a lost or restored on-board store, SPEC.md §2.4, §8.4).",
+		}, []string{"vessel"}),
 	}
 	m.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.messages, m.receives, m.finalizes, m.durations, m.retries, m.reconciles,
-		m.snapshots, m.snapshotsLimit, m.bytes, m.bytesLimit,
+		m.snapshots, m.snapshotsLimit, m.bytes, m.bytesLimit, m.supersededByActive,
 	)
 	return m
 }
@@ -115,6 +120,9 @@ func (m *serveMetrics) receiver(e finalize.Event) {
 		outcome := finalizeOutcome(e)
 		m.finalizes.WithLabelValues(outcome).Inc()
 		m.durations.WithLabelValues(outcome).Observe(e.Duration.Seconds())
+		if e.Outcome.Status != "" {
+			m.supersededByActive.WithLabelValues(e.Vessel.String()).Set(float64(e.Outcome.SupersededByActive))
+		}
 	case finalize.EventRetry:
 		m.retries.WithLabelValues(e.Op).Inc()
 	}

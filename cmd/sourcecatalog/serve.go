@@ -68,7 +68,9 @@ stops activating once 32 snapshots are kept — about eight hours of
 
 Logs go to standard error with log/slog: the addresses bound, each
 request (vessel, snapshot, entity type, outcome, status), each finalize
-(vessel, snapshot, outcome, revision, duration), reconciliation failures,
+(vessel, snapshot, outcome, revision, duration), a warning for each
+snapshot the active one supersedes (a vessel whose revisions went
+backwards, SPEC.md §8.4), reconciliation failures,
 store retries, a warning when a vessel uses 80% of a staging bound, and
 the shutdown. They never hold a DSN's password nor a token.
 
@@ -581,6 +583,11 @@ func (l serveLog) receiver(e finalize.Event) {
 		}
 		attrs = append(attrs, "duration", e.Duration)
 		l.Log(context.Background(), level, "finalize", attrs...)
+		if e.Outcome.Status == finalize.Superseded && e.Outcome.SupersededByActive > 0 {
+			l.Warn("snapshot superseded by the active one: while superseded_by_active grows, the vessel sends revisions below one it sent before (a lost or restored on-board store, SPEC.md §2.4)",
+				"vessel", e.Vessel.String(), "snapshot", e.Snapshot.String(), "revision", e.Outcome.Revision,
+				"active_revision", e.Outcome.ActiveRevision, "superseded_by_active", e.Outcome.SupersededByActive)
+		}
 	case finalize.EventRetry:
 		l.Warn("store retry", "op", e.Op, "vessel", e.Vessel.String())
 	}
