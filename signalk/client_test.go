@@ -30,10 +30,12 @@ type fakeServer struct {
 	discovery func(base string) string
 	api       http.HandlerFunc
 	auth      []string // Authorization headers seen
+	self      string   // the hello's self
 }
 
 func newFakeServer(t testing.TB, tls bool) *fakeServer {
-	f := &fakeServer{model: model(`{"p":`+leaf("1", "n2k.160", "")+`}`, twoBuses), startIDs: []string{"start-1"}}
+	f := &fakeServer{model: model(`{"p":`+leaf("1", "n2k.160", "")+`}`, twoBuses), startIDs: []string{"start-1"},
+		self: "vessels.urn:mrn:signalk:uuid:c0d79334-4e25-4245-8892-54e8ccc8021d"}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /signalk", func(w http.ResponseWriter, r *http.Request) {
 		f.seen(r)
@@ -71,8 +73,9 @@ func newFakeServer(t testing.TB, tls bool) *fakeServer {
 		f.mu.Lock()
 		id := f.startIDs[min(f.hellos, len(f.startIDs)-1)]
 		f.hellos++
+		self := f.self
 		f.mu.Unlock()
-		hello := `{"name":"boat","version":"2.32.0","self":"vessels.urn:mrn:signalk:uuid:c0d79334-4e25-4245-8892-54e8ccc8021d","roles":["master","main"],"timestamp":"2026-12-01T21:00:00.000Z"`
+		hello := `{"name":"boat","version":"2.32.0","self":"` + self + `","roles":["master","main"],"timestamp":"2026-12-01T21:00:00.000Z"`
 		if id != "" {
 			hello += `,"serverStartId":"` + id + `"`
 		}

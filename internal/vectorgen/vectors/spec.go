@@ -119,6 +119,7 @@ var specSections = map[string][]string{
 		"refusal/values-in-name-order", "refusal/record-index-without-chunk-last"},
 
 	// 12. Discovery from a Signal K server
+	"12.1": {"signalk/sample-boat", "signalk/sample-boat-server-selection", "signalk/sample-boat-can-names"},
 	"12.3": {"signalk/units-and-meta", "signalk/self-bare-key", "signalk/self-names-nothing", "signalk/self-missing",
 		"signalk/member-name-with-dot", "signalk/units-not-a-string"},
 	"12.4": {"signalk/null-is-not-live", "signalk/lowest-ref", "signalk/lowest-ref-after-flap", "signalk/server-selection",
