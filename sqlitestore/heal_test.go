@@ -20,15 +20,16 @@ import (
 )
 
 // brokenFS is a memFS whose storage can break and be mended: while
-// broken, every write, truncation and sync fails with the error given and
-// every lock with IOERR_LOCK, as a disk that has gone bad or full does;
-// reads still work.
+// broken, every write, truncation and sync fails with the error given, as
+// a disk that has gone bad or full does, and, for a bad disk, every lock
+// with IOERR_LOCK; reads still work.
 type brokenFS struct {
 	*memFS
 	name string
 
-	mu  sync.Mutex
-	err error // nil while the storage works
+	mu    sync.Mutex
+	err   error // nil while the storage works
+	locks bool  // locks fail too
 }
 
 func newBrokenFS(t *testing.T, fs *memFS) *brokenFS {
@@ -38,12 +39,19 @@ func newBrokenFS(t *testing.T, fs *memFS) *brokenFS {
 	return b
 }
 
-func (b *brokenFS) set(err error) { b.mu.Lock(); b.err = err; b.mu.Unlock() }
+func (b *brokenFS) set(err error, locks bool) {
+	b.mu.Lock()
+	b.err, b.locks = err, locks
+	b.mu.Unlock()
+}
 
 func (b *brokenFS) fault(lock bool) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.err != nil && lock {
+	switch {
+	case b.err == nil || lock && !b.locks:
+		return nil
+	case lock:
 		return sqlite3.IOERR_LOCK
 	}
 	return b.err
@@ -92,16 +100,18 @@ func (f brokenFile) Lock(l vfs.LockLevel) error {
 
 // A storeheal.Handle over a Store heals it without a restart: an I/O
 // error injected through the VFS poisons the handle, calls are refused
-// with ErrReopening while the storage stays broken and the reopens fail,
-// and once it is mended the Handle reopens the file and serves again —
-// with every acknowledged receipt, commit and activation kept.
+// with ErrReopening while the storage stays broken and the reopens fail —
+// the file opens on a full disk, but the probe's write fails — and once it
+// is mended the Handle reopens the file and serves again, with every
+// acknowledged receipt, commit and activation kept.
 func TestHealAfterIOError(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name  string
 		fault error
-	}{{"EIO", sqlite3.IOERR_WRITE}, {"ENOSPC", sqlite3.FULL}, {"fsync", sqlite3.IOERR_FSYNC}} {
+		locks bool
+	}{{"EIO", sqlite3.IOERR_WRITE, true}, {"ENOSPC", sqlite3.FULL, false}, {"fsync", sqlite3.IOERR_FSYNC, true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			base, acked := baseline(t)
 			fs := base.PowerCut()
@@ -109,7 +119,13 @@ func TestHealAfterIOError(t *testing.T) {
 			states := make(chan storeheal.Status, 1000)
 			h, err := storeheal.Open(ctx, func(ctx context.Context) (*sqlitestore.Store, io.Closer, error) {
 				s, err := sqlitestore.Open(ctx, dbPath, sqlitestore.WithVFS(disk.name))
-				return s, s, err
+				if err != nil {
+					return nil, nil, err
+				}
+				if err := storeheal.ProbeReceiver(ctx, s); err != nil {
+					return nil, nil, errors.Join(err, s.Close())
+				}
+				return s, s, nil
 			}, func(err error) bool { return errors.Is(err, sqlitestore.ErrPoisoned) },
 				storeheal.WithBackoff(time.Millisecond, 10*time.Millisecond),
 				storeheal.WithObserver(func(s storeheal.Status) { states <- s }))
@@ -119,7 +135,7 @@ func TestHealAfterIOError(t *testing.T) {
 			var l ledger
 			require.NoError(t, runCycleOn(ctx, ob, rs, 2, l.ack))
 
-			disk.set(tc.fault)
+			disk.set(tc.fault, tc.locks)
 			err = runCycleOn(ctx, ob, rs, 3, l.ack)
 			require.ErrorIs(t, err, sqlitestore.ErrPoisoned, "the failing call")
 			err = rs.WithVessel(ctx, faultVessel, func(finalize.Tx) error { return nil })
@@ -134,7 +150,7 @@ func TestHealAfterIOError(t *testing.T) {
 				}
 			}
 
-			disk.set(nil)
+			disk.set(nil, false)
 			for st := range states {
 				if st.State == storeheal.Healthy {
 					require.Equal(t, int64(1), st.Reopens)

@@ -11,7 +11,14 @@
 //
 //	h, err := storeheal.Open(ctx, func(ctx context.Context) (*sqlitestore.Store, io.Closer, error) {
 //		s, err := sqlitestore.Open(ctx, path, sqlitestore.WithExclusiveLock())
-//		return s, s, err
+//		if err != nil {
+//			return nil, nil, err
+//		}
+//		if err := storeheal.ProbeReceiver(ctx, s); err != nil { // a disk still full
+//			s.Close()
+//			return nil, nil, err
+//		}
+//		return s, s, nil
 //	}, func(err error) bool { return errors.Is(err, sqlitestore.ErrPoisoned) })
 //	...
 //	defer h.Close()
@@ -33,7 +40,9 @@
 //     sqlitestore's WithExclusiveLock, before anything opens the file
 //     again), then the Opener is called until it succeeds: at once, then
 //     after a backoff that doubles from the initial to the maximum delay
-//     ([WithBackoff]). Calls are still refused with ErrReopening.
+//     ([WithBackoff]). An Opener returns only a handle that can serve:
+//     [ProbeReceiver] and [ProbeOutbox] check that a write can be made.
+//     Calls are still refused with ErrReopening.
 //  3. Healthy: the new handle serves every call.
 //
 // One goroutine does the reopening, so there is one reopen at a time and

@@ -27,6 +27,11 @@ var (
 // release). It must honour ctx, which ends when the attempt's time is up
 // or the Handle is closed. An Opener is called by one goroutine at a time,
 // and never while another handle it returned is open.
+//
+// The Handle serves on whatever the Opener returns, so an Opener should
+// return only a handle that can serve: one that opens but cannot write (a
+// file on a disk still full) should be closed and reported as an error,
+// after a check such as ProbeReceiver.
 type Opener[S any] func(ctx context.Context) (S, io.Closer, error)
 
 // State is where a Handle is.
