@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -21,6 +24,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/yachtmemory/sourcecatalog/envelope"
 	"github.com/yachtmemory/sourcecatalog/internal/dbtest"
+	"github.com/yachtmemory/sourcecatalog/sqlitestore"
 )
 
 // The healing tests break serve's store under a running serve — a full
@@ -256,5 +260,38 @@ func startMariaDB(t *testing.T, dir string, admin *sql.DB) {
 		require.False(t, errors.As(err, &me), "the restarted server refuses: %v", err)
 		require.True(t, time.Now().Before(deadline), "the restarted server does not answer within a minute: %v", err)
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Which failures make serve reopen its store: a poisoned SQLite handle, a
+// connection lost to MariaDB; never a statement's own failure, a context
+// done, nor anything of a memory store, which a reopen would empty.
+func TestStorePoisoned(t *testing.T) {
+	lost := &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+	for _, tc := range []struct {
+		kind string
+		err  error
+		want bool
+	}{
+		{"sqlite", fmt.Errorf("sqlitestore: commit: %w: %w", sqlitestore.ErrPoisoned, errors.New("disk I/O error")), true},
+		{"sqlite", sqlitestore.ErrLocked, false},
+		{"sqlite", sqlitestore.ErrClosed, false},
+		{"sqlite", context.DeadlineExceeded, false},
+		{"mysql", fmt.Errorf("mysqlstore: connect: %w", lost), true},
+		{"mysql", driver.ErrBadConn, true},
+		{"mysql", fmt.Errorf("exec: %w", mysql.ErrInvalidConn), true},
+		{"mysql", io.ErrUnexpectedEOF, true},
+		{"mysql", syscall.ECONNRESET, true},
+		{"mysql", &mysql.MySQLError{Number: 1053, Message: "Server shutdown in progress"}, true},
+		{"mysql", &mysql.MySQLError{Number: 1927, Message: "Connection was killed"}, true},
+		{"mysql", &mysql.MySQLError{Number: 1213, Message: "Deadlock found"}, false},
+		{"mysql", &mysql.MySQLError{Number: 1062, Message: "Duplicate entry"}, false},
+		{"mysql", context.DeadlineExceeded, false},
+		{"mysql", sqlitestore.ErrPoisoned, false},
+		{"memory", sqlitestore.ErrPoisoned, false},
+		{"memory", lost, false},
+	} {
+		f := &storeFlag{kind: tc.kind}
+		assert.Equal(t, tc.want, f.poisoned()(tc.err), "%s: %v", tc.kind, tc.err)
 	}
 }
