@@ -6,7 +6,10 @@
 # Environment:
 #   SOURCECATALOG_MYSQL_DSN  use this server instead of provisioning a
 #                            throwaway MariaDB (go-sql-driver DSN, no database,
-#                            e.g. 'user:pass@tcp(127.0.0.1:3306)/')
+#                            e.g. 'user:pass@tcp(127.0.0.1:3306)/');
+#                            SOURCECATALOG_MYSQL_DIR names the scripts/mariadb.sh
+#                            directory of that server for the test that stops
+#                            and restarts it (exported for the throwaway one)
 #   SOURCECATALOG_GALERA_DSNS  use this three-node Galera cluster instead of
 #                            provisioning one (comma-separated DSNs, one per
 #                            node); SOURCECATALOG_GALERA_DIR names the
@@ -41,7 +44,10 @@ cleanup() {
     step "stopping throwaway MariaDB (pid $MDB_PID)"
     mdb_stop_pid "$MDB_PID" || rc=1
   fi
-  if [[ -n $MDB_DIR ]]; then rm -rf "$MDB_DIR"; fi
+  if [[ -n $MDB_DIR ]]; then
+    mdb_stop "$MDB_DIR" || rc=1 # a test that restarted it left another pid
+    rm -rf "$MDB_DIR"
+  fi
   exit "$rc"
 }
 trap cleanup EXIT
@@ -97,6 +103,7 @@ if [[ -z ${SOURCECATALOG_MYSQL_DSN:-} ]]; then
   mdb_install
   MDB_DIR=$(mktemp -d "${TMPDIR:-/tmp}/sourcecatalog-test.XXXXXX")
   mdb_start "$MDB_DIR" # sets MDB_PID, exports SOURCECATALOG_MYSQL_DSN
+  export SOURCECATALOG_MYSQL_DIR=$MDB_DIR
 else
   step "using SOURCECATALOG_MYSQL_DSN from the environment"
 fi

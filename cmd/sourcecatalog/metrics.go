@@ -10,6 +10,7 @@ import (
 	"github.com/yachtmemory/sourcecatalog"
 	"github.com/yachtmemory/sourcecatalog/finalize"
 	"github.com/yachtmemory/sourcecatalog/httpbinding"
+	"github.com/yachtmemory/sourcecatalog/storeheal"
 )
 
 // serveMetrics are serve's Prometheus metrics, in a registry of their own
@@ -92,6 +93,41 @@ func counterVec(ns, name, help string, labels ...string) *prometheus.CounterVec 
 
 func stagingGauge(ns, name, help string) *prometheus.GaugeVec {
 	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: name, Help: help}, []string{"vessel", "bound"})
+}
+
+// store registers the metrics of the store's health, read from status at
+// each scrape: sourcecatalog_store_state, 1 for the state the store is in
+// and 0 for the others, and the counts of poisonings and reopens.
+func (m *serveMetrics) store(status func() storeheal.Status) {
+	const ns = "sourcecatalog"
+	for _, state := range storeheal.States() {
+		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: ns, Name: "store_state", ConstLabels: prometheus.Labels{"state": state.String()},
+			Help: "1 for the state the store is in (healthy; poisoned: a failure, calls in flight finishing; reopening; closed), 0 for the others.",
+		}, func() float64 { return b2f(status().State == state) }))
+	}
+	m.reg.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Namespace: ns, Name: "store_poisonings_total",
+			Help: "Failures that poisoned the store handle (an I/O error, a full disk, a failed commit, a lost database connection), each followed by a reopen.",
+		}, func() float64 { return float64(status().Poisonings) }),
+		storeReopens(ns, "ok", func() int64 { return status().Reopens }),
+		storeReopens(ns, "error", func() int64 { return status().FailedReopens }),
+	)
+}
+
+func storeReopens(ns, result string, n func() int64) prometheus.Collector {
+	return prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Namespace: ns, Name: "store_reopens_total", ConstLabels: prometheus.Labels{"result": result},
+		Help: "Attempts to reopen the store after a poisoning, by result (ok, or error: the attempt failed and is retried after a backoff).",
+	}, func() float64 { return float64(n()) })
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // handler serves the registry in the Prometheus text format.
