@@ -25,7 +25,9 @@ var (
 	// ErrInvalidFile: Open's path is not a regular file (a symlink, a
 	// directory, a device), or the file is not a database of this package's
 	// schema (not SQLite, another application's database, or a newer schema
-	// version). Nothing was written to it.
+	// version), or it is cut short or its header is damaged; with
+	// WithReadOnly, also a missing or empty file or an older schema
+	// version. Nothing was written to it.
 	ErrInvalidFile error = sourcecatalog.Errorf(sourcecatalog.ErrStoreUnavailable, "sqlitestore: not a source catalog database")
 	// ErrClosed: the Store was closed.
 	ErrClosed error = sourcecatalog.Errorf(sourcecatalog.ErrStoreUnavailable, "sqlitestore: the store is closed")

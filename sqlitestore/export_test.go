@@ -59,3 +59,6 @@ func (s *Store) FloorInsert(ctx context.Context, vessel []byte, items []finalize
 		return b.insertItems(ctx, "items_floor", "", vessel, items)
 	})
 }
+
+// SchemaV2 is the script of version 2.
+var SchemaV2 = schemaV2
