@@ -327,3 +327,45 @@ func (c countingTransport) Send(_ context.Context, e outbox.Entry) (envelope.Rec
 	*c.n++
 	return e.Receipt(), nil
 }
+
+// TestDamagedManifest flips one byte inside a staged manifest: reading
+// its snapshot fails with ErrDamaged naming it, and so does every call
+// that reads it; the file is not written.
+func TestDamagedManifest(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	data, staging := shoreFile(t)
+	m := staging[0]
+	fs := newMemFS()
+	defer fs.unregister()
+	fs.set(dbPath, flip(t, data, m.Payload))
+	s := openFS(t, fs)
+	defer s.Close()
+	r := receiver(s)
+	want := fmt.Sprintf("vessel %s snapshot %x", damageVessel, m.SnapshotID[:])
+	before := fs.file(dbPath)
+	for name, call := range map[string]func() error{
+		"Snapshot": func() error {
+			return s.WithVessel(ctx, damageVessel, func(tx finalize.Tx) error {
+				_, err := tx.Snapshot(ctx, m.SnapshotID)
+				return err
+			})
+		},
+		"Snapshots": func() error {
+			return s.WithVessel(ctx, damageVessel, func(tx finalize.Tx) error {
+				_, err := tx.Snapshots(ctx)
+				return err
+			})
+		},
+		"receive again": func() error {
+			_, err := r.ReceiveManifest(ctx, finalize.Origin{VesselID: damageVessel}, m.Payload)
+			return err
+		},
+		"finalize": func() error { _, err := r.Finalize(ctx, damageVessel, m.SnapshotID); return err },
+	} {
+		err := call()
+		require.ErrorIs(t, err, sqlitestore.ErrDamaged, name)
+		require.ErrorContains(t, err, want, name)
+		require.Equal(t, before, fs.file(dbPath), "%s wrote the file", name)
+	}
+}
