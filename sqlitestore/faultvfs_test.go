@@ -63,6 +63,20 @@ func (fs *memFS) PowerCut() *memFS {
 	return next
 }
 
+// Crash returns a new memFS holding what survives the process being
+// killed now: every file as the process sees it, written or not synced
+// (the operating system's page cache outlives the process).
+func (fs *memFS) Crash() *memFS {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	next := newMemFS()
+	for name, ino := range fs.names {
+		c := &inode{data: slices.Clone(ino.data), synced: slices.Clone(ino.data)}
+		next.names[name], next.durable[name] = c, c
+	}
+	return next
+}
+
 // Arm cuts the power at the nth mutating operation from now.
 func (fs *memFS) Arm(n int) {
 	fs.mu.Lock()
