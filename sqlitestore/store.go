@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/ncruces/go-sqlite3"
 	"github.com/ncruces/go-sqlite3/driver"
 	"github.com/yachtmemory/sourcecatalog"
 	"github.com/yachtmemory/sourcecatalog/finalize"
@@ -36,6 +37,7 @@ var _ finalize.Store = (*Store)(nil)
 type config struct {
 	busy      time.Duration
 	exclusive bool
+	readOnly  bool
 	vfs       string // a registered test VFS; "" for the operating system's files
 }
 
@@ -57,6 +59,17 @@ func WithBusyTimeout(d time.Duration) Option { return func(c *config) { c.busy =
 // Open fails with ErrLocked if any other Store has the file open, and any
 // other Open, from any process, fails at once with ErrLocked until Close.
 func WithExclusiveLock() Option { return func(c *config) { c.exclusive = true } }
+
+// WithReadOnly opens the file for reading only, as an operator's status
+// does: Open creates nothing and migrates nothing — a path that does not
+// exist, an empty file or an older schema version is refused with
+// ErrInvalidFile — and SQLite opens the file read-only, so nothing is
+// written to it. Its transactions take no write lock; one that writes
+// fails with an error of class ErrStoreUnavailable that does not poison
+// the handle. A transaction that a crash cut short (a hot journal) cannot
+// be rolled back read-only: Open fails until a read-write Open has done
+// so.
+func WithReadOnly() Option { return func(c *config) { c.readOnly = true } }
 
 // Close releases the database and the lifetime lock. A transaction still
 // running finishes first. Close is idempotent; every call after it fails
@@ -99,7 +112,11 @@ func (s *Store) poison(err error) {
 }
 
 // classify classes the error of a statement of the running transaction.
+// On a read-only Store, a write is refused without poisoning the handle.
 func (s *Store) classify(ctx context.Context, op string, err error) error {
+	if s.cfg.readOnly && isCode(err, sqlite3.READONLY) && !errors.Is(err, sqlite3.READONLY_ROLLBACK) {
+		return fmt.Errorf("sqlitestore: %s: %w: %w", op, errReadOnly, err)
+	}
 	return classify(ctx, op, err, s.poison)
 }
 
@@ -144,6 +161,7 @@ func (s *Store) transact(ctx context.Context, body func(q *sql.Conn) error) erro
 		return s.usable()
 	}
 	if _, err := s.conn.ExecContext(context.WithoutCancel(ctx), "COMMIT"); err != nil {
+		err = storageFailure(err)
 		s.poison(err)
 		s.rollback()
 		return fmt.Errorf("sqlitestore: commit: %w: %w", ErrPoisoned, err)
@@ -171,7 +189,11 @@ func (s *Store) begin(ctx context.Context, waited time.Duration) error {
 			}
 		}()
 	}
-	_, err := s.conn.ExecContext(ctx, "BEGIN IMMEDIATE")
+	begin := "BEGIN IMMEDIATE"
+	if s.cfg.readOnly {
+		begin = "BEGIN" // takes the shared lock at its first read
+	}
+	_, err := s.conn.ExecContext(ctx, begin)
 	return s.classify(ctx, "begin", err)
 }
 
@@ -189,14 +211,14 @@ func (s *Store) rollback() {
 		open = !c.(driver.Conn).Raw().GetAutocommit()
 		return nil
 	}); err != nil {
-		s.poison(err)
+		s.poison(storageFailure(err))
 		return
 	}
 	if !open {
 		return
 	}
 	if _, err := s.conn.ExecContext(context.Background(), "ROLLBACK"); err != nil {
-		s.poison(err)
+		s.poison(storageFailure(err))
 	}
 }
 

@@ -17,8 +17,9 @@ import (
 
 // storeHelp is the --store and --json paragraph of the operator commands.
 const storeHelp = `  --store STORE  the receiver's store: memory (empty: for trying the
-                 command), sqlite:FILE (created when absent; a running
-                 serve may share it) or mysql:DSN, a
+                 command), sqlite:FILE (created when absent, except by
+                 status, which only reads it; a running serve may share
+                 it) or mysql:DSN, a
                  github.com/go-sql-driver/mysql DSN naming a database whose
                  schema is current (serve --migrate creates it). The DSN is
                  never printed
@@ -177,6 +178,8 @@ type operatorFlags struct {
 	store  storeFlag
 	asJSON boolFlag
 	vessel uuidFlag
+	// readOnly: the command only reads the store (status).
+	readOnly bool
 }
 
 // parse parses the operator command's flags, those of fs included, and
@@ -200,7 +203,7 @@ func (f *operatorFlags) parse(e *env, c *command, fs *flag.FlagSet, args []strin
 
 // run runs fn on a Receiver over the store.
 func (f *operatorFlags) run(e *env, c *command, fn func(context.Context, *finalize.Receiver) int) int {
-	return withStores(e, c, &f.store, storeOptions{}, func(ctx context.Context, st *stores) int {
+	return withStores(e, c, &f.store, storeOptions{readOnly: f.readOnly}, func(ctx context.Context, st *stores) int {
 		return fn(ctx, finalize.NewReceiver(st.receiver))
 	})
 }
@@ -232,7 +235,7 @@ func (f *operatorFlags) report(e *env, c *command, out any, show func(), failed 
 // status
 
 func runStatus(e *env, c *command, args []string) int {
-	var f operatorFlags
+	f := operatorFlags{readOnly: true}
 	if status, ok := f.parse(e, c, flag.NewFlagSet(c.name, flag.ContinueOnError), args); !ok {
 		return status
 	}

@@ -144,6 +144,9 @@ type opBackend struct {
 
 var sqliteBackend = opBackend{"sqlite", func(t *testing.T) (string, func(func(*finalize.Receiver))) {
 	path := filepath.Join(t.TempDir(), "shore.db")
+	s, err := sqlitestore.Open(context.Background(), path) // status creates none
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
 	return "sqlite:" + path, func(fn func(*finalize.Receiver)) {
 		s, err := sqlitestore.Open(context.Background(), path)
 		require.NoError(t, err)
