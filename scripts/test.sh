@@ -119,8 +119,8 @@ fi
 
 for mod in "${modules[@]}"; do
   [[ -n $(cd "$mod" && go list -e ./...) ]] || continue
-  step "go test -race -count=1${*:+ $*} ./... ($mod)"
-  (cd "$mod" && go test -race -count=1 "$@" ./...)
+  step "go test -race -count=1 -timeout 25m${*:+ $*} ./... ($mod)"
+  (cd "$mod" && go test -race -count=1 -timeout 25m "$@" ./...)
 done
 
 if [[ ${SOURCECATALOG_SKIP_FUZZ:-} == 1 ]]; then
