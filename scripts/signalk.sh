@@ -24,10 +24,14 @@
 # one (@scarf/scarf) would report the install over the network.
 #
 # Node and npm come from the distribution (apt-get install nodejs npm) when
-# either is missing; signalk-server 2.32.0 asks for Node 22 or later and warns,
-# but runs, on Debian 12's Node 18 and on Node 20.
+# either is missing. signalk-server 2.32.0 asks for Node 22 or later; it warns
+# but runs on Node 20 (Debian 13's, or NodeSource's), and does not run on
+# Node 18 (Debian 12's: its undici needs the File global of Node 20), so
+# sk_install refuses a Node older than SK_NODE_MIN.
 
 SK_PKG_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/internal/sktest/testdata/signalk-server"
+
+SK_NODE_MIN=20
 
 sk_log() { printf 'signalk: %s\n' "$*" >&2; }
 
@@ -39,20 +43,25 @@ sk_cache_dir() {
 }
 
 # sk_install_node installs nodejs and npm with apt-get unless both are
-# already on PATH.
+# already on PATH, then checks that node is at least SK_NODE_MIN.
 sk_install_node() {
-  if command -v node >/dev/null && command -v npm >/dev/null; then
-    return 0
+  local major
+  if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+    if [[ $(id -u) -ne 0 ]]; then
+      sk_log "node or npm is missing and we are not root; install nodejs and npm, or set SOURCECATALOG_SIGNALK_SERVER"
+      return 1
+    fi
+    sk_log "installing nodejs and npm with apt-get"
+    {
+      apt-get update -q &&
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -q nodejs npm
+    } >&2 || return 1
   fi
-  if [[ $(id -u) -ne 0 ]]; then
-    sk_log "node or npm is missing and we are not root; install nodejs and npm, or set SOURCECATALOG_SIGNALK_SERVER"
+  major=$(node -p 'process.versions.node.split(".")[0]') || return 1
+  if ((major < SK_NODE_MIN)); then
+    sk_log "node $(node --version) is too old: signalk-server 2.32.0 needs Node $SK_NODE_MIN or later (Debian 12 ships 18; Debian 13 ships 20); install a newer nodejs, or set SOURCECATALOG_SIGNALK_SERVER"
     return 1
   fi
-  sk_log "installing nodejs and npm with apt-get"
-  {
-    apt-get update -q &&
-      DEBIAN_FRONTEND=noninteractive apt-get install -y -q nodejs npm
-  } >&2
 }
 
 # sk_install: install the pinned signalk-server unless the cache has it, and
@@ -62,8 +71,9 @@ sk_install_node() {
 sk_install() {
   local dir tmp start
   dir=$(sk_cache_dir) || return 1
+  # The server runs on the node on PATH, so check it even when cached.
+  sk_install_node || return 1
   if [[ ! -x $dir/node_modules/.bin/signalk-server ]]; then
-    sk_install_node || return 1
     mkdir -p "$(dirname "$dir")" || return 1
     tmp=$(mktemp -d "$dir.tmp.XXXXXX") || return 1
     cp "$SK_PKG_DIR/package.json" "$SK_PKG_DIR/package-lock.json" "$tmp/" || return 1
