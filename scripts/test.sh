@@ -14,6 +14,8 @@
 #                            provisioning one (comma-separated DSNs, one per
 #                            node); SOURCECATALOG_GALERA_DIR names the
 #                            scripts/galera.sh directory for the node-kill test
+#   SOURCECATALOG_SIGNALK_SERVER  use this signalk-server executable instead of
+#                            installing the pinned one (scripts/signalk.sh)
 #   SOURCECATALOG_SKIP_FUZZ  set to 1 to skip the fuzz smoke step
 #   FUZZTIME                 per fuzz target (default 200000x, about ten
 #                            seconds each here). A count, not a duration: with
@@ -26,6 +28,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/galera.sh
 source scripts/galera.sh # also sources scripts/mariadb.sh
+# shellcheck source=scripts/signalk.sh
+source scripts/signalk.sh
 
 step() { printf '\n==> %s\n' "$*"; }
 
@@ -115,6 +119,13 @@ if [[ -z ${SOURCECATALOG_GALERA_DSNS:-} ]]; then
   galera_start "$GALERA_DIR" # exports SOURCECATALOG_GALERA_DSNS and _DIR
 else
   step "using SOURCECATALOG_GALERA_DSNS from the environment"
+fi
+
+if [[ -z ${SOURCECATALOG_SIGNALK_SERVER:-} ]]; then
+  step "installing the pinned signalk-server"
+  sk_install # exports SOURCECATALOG_SIGNALK_SERVER
+else
+  step "using SOURCECATALOG_SIGNALK_SERVER from the environment"
 fi
 
 for mod in "${modules[@]}"; do
