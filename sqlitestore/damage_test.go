@@ -32,7 +32,7 @@ var damageVessel = uuid.MustParse("0b7a3c1e-5d2f-4a6b-9c8d-7e6f5a4b3c2d")
 func cycleEntries(t *testing.T, n int) []outbox.Entry {
 	t.Helper()
 	at := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC).Add(time.Duration(n) * time.Minute)
-	c, err := outbox.NewWriter(outboxmem.New()).Commit(context.Background(),
+	c, err := outbox.NewWriter(outboxmem.New(), outbox.WithRevisionFloor(false)).Commit(context.Background(),
 		outbox.NewCycle(damageVessel, at, examples.WithChangedUnits(examples.Scaled(500), n)))
 	require.NoError(t, err)
 	return c.Entries
@@ -82,7 +82,7 @@ func boardFile(t *testing.T) ([]byte, []outbox.Entry) {
 	fs := newMemFS()
 	defer fs.unregister()
 	s := openFS(t, fs)
-	w := outbox.NewWriter(s.Outbox())
+	w := outbox.NewWriter(s.Outbox(), outbox.WithRevisionFloor(false))
 	var all []outbox.Entry
 	for n := 1; n <= 2; n++ {
 		c, err := w.Commit(ctx, outbox.NewCycle(damageVessel, time.Date(2026, 5, 1, 12, n, 0, 0, time.UTC), examples.WithChangedUnits(examples.Scaled(300), n)))
