@@ -109,7 +109,7 @@ func Files() (map[string][]byte, error) {
 	groups := []func() ([]vector, error){
 		transformVectors, recordVectors, recordsVectors, buildVectors,
 		manifestVectors, chunkVectors, snapshotVectors, settledVectors,
-		receiptVectors, refusalVectors,
+		receiptVectors, refusalVectors, readingVectors,
 	}
 	var all []vector
 	for _, g := range groups {
