@@ -138,9 +138,11 @@ type Options struct {
 	// TLS serves HTTPS (and WSS) with a certificate for 127.0.0.1 from a
 	// throwaway CA; Server.Client trusts it.
 	TLS bool
-	// StaleTimeout, if not zero, is the server's defaultTimeout (seconds):
-	// a periodic self value whose source is silent that long is replaced
-	// by null. Zero keeps the server's default.
+	// StaleTimeout, if not zero, turns the server's data timeouts on
+	// (enforceDataTimeouts) with this defaultTimeout (seconds): a periodic
+	// number or object value whose source is silent that long is replaced
+	// by null. Zero leaves them off, the server's default: a silent
+	// source's last value stays in the tree.
 	StaleTimeout int
 	// FileTimestamps keeps the timestamps the feeds carry (the NMEA 2000
 	// sample's are of 2014) instead of running with --override-timestamps,
@@ -584,6 +586,7 @@ func (s *Server) writeConfig() error {
 		"pipedProviders": providers,
 	}
 	if s.opts.StaleTimeout > 0 {
+		settings["enforceDataTimeouts"] = true
 		settings["defaultTimeout"] = s.opts.StaleTimeout
 	}
 	if s.opts.TLS {
