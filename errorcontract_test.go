@@ -43,6 +43,7 @@ import (
 	"github.com/yachtmemory/sourcecatalog/outbox"
 	outboxmem "github.com/yachtmemory/sourcecatalog/outbox/memstore"
 	"github.com/yachtmemory/sourcecatalog/outbox/outboxtest"
+	"github.com/yachtmemory/sourcecatalog/signalk"
 )
 
 // An errCase provokes one error and says which class it must wrap.
@@ -128,6 +129,15 @@ func errorCases() map[string]errCase {
 		},
 
 		// Package httpbinding.
+		// Package signalk: a scan that cannot be trusted.
+		"signalk.ScanError": {
+			provoke: func(*testing.T) error {
+				_, err := signalk.Map([]byte(`{"self":"vessels.a","vessels":{}}`), signalk.SelectLowestRef)
+				return err
+			},
+			is: isType[*signalk.ScanError], class: sourcecatalog.ErrIncompleteScan,
+		},
+
 		"httpbinding.ErrNoCredentials": {
 			provoke: func(*testing.T) error {
 				_, err := httpbinding.MutualTLS{}.Authenticate(httptest.NewRequest(http.MethodPost, "https://receiver/", nil))

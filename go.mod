@@ -3,6 +3,7 @@ module github.com/yachtmemory/sourcecatalog
 go 1.24
 
 require (
+	github.com/coder/websocket v1.8.14
 	github.com/go-sql-driver/mysql v1.9.3
 	github.com/google/uuid v1.6.0
 	github.com/gowebpki/jcs v1.0.2

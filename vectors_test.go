@@ -28,6 +28,7 @@ import (
 	"github.com/yachtmemory/sourcecatalog/catalog"
 	"github.com/yachtmemory/sourcecatalog/envelope"
 	"github.com/yachtmemory/sourcecatalog/internal/vectorgen/vectors"
+	"github.com/yachtmemory/sourcecatalog/signalk"
 )
 
 const (
@@ -84,7 +85,7 @@ var classNames = func() map[string]error {
 	return m
 }()
 
-var apis = []string{"transform", "record", "records", "build", "manifest", "chunk", "snapshot", "receipt", "refusal"}
+var apis = []string{"transform", "record", "records", "build", "manifest", "chunk", "snapshot", "receipt", "refusal", "signalk"}
 
 // ---------------------------------------------------------------------------
 // The vector format
@@ -140,6 +141,7 @@ var headerKeys = map[string]bool{
 	"manifest-sha256": false, "chunks-sha256": false,
 	"entity-type": false, "chunk-index": false, "status": false, "complete": false,
 	"class": false, "record-index": false, "field": false,
+	"selection": false, "reason": false,
 }
 
 var snapshotOutputs = []string{
@@ -158,6 +160,7 @@ var okOutputs = map[string][]string{
 	"snapshot":  snapshotOutputs,
 	"receipt":   {"canonical-hex", "canonical-sha256", "entity-type", "chunk-index", "status", "complete"},
 	"refusal":   {"canonical-hex", "canonical-sha256", "class", "chunk-index", "record-index", "field"},
+	"signalk":   {"record-count", "document-sha256", "canonical-hex", "canonical-sha256"},
 }
 
 var (
@@ -277,6 +280,20 @@ func (g *golden) interpret(h map[string]string) error {
 				}
 				g.fields[k] = v
 			}
+		}
+	}
+
+	if g.api == "signalk" {
+		v, ok := take("selection")
+		if !ok || (v != "lowest-ref" && v != "server") {
+			return errors.New("a signalk vector needs selection: lowest-ref or server")
+		}
+		g.fields["selection"] = v
+		if r, ok := take("reason"); ok {
+			if g.ok || !signalkReasons[r] {
+				return fmt.Errorf("reason %q: an incomplete-scan error of a signalk vector has json, model, self or source", r)
+			}
+			g.fields["reason"] = r
 		}
 	}
 
@@ -473,6 +490,8 @@ func TestVectors(t *testing.T) {
 				runReceipt(t, g)
 			case "refusal":
 				runRefusal(t, g)
+			case "signalk":
+				runSignalK(t, g)
 			}
 		})
 	}
@@ -1140,4 +1159,42 @@ func rawSnapshot(t *testing.T, payload []byte) ([]byte, [][]byte) {
 		chunks[i] = c
 	}
 	return p.Manifest, chunks
+}
+
+// signalkReasons are the ScanError reasons a signalk vector may expect:
+// those of the mapping itself.
+var signalkReasons = map[string]bool{"json": true, "model": true, "self": true, "source": true}
+
+func runSignalK(t *testing.T, g *golden) {
+	sel, err := signalk.ParseSelection(g.fields["selection"])
+	require.NoError(t, err)
+	rs, err := signalk.Map(g.payload, sel)
+	if !g.ok {
+		require.Error(t, err)
+		require.Nil(t, rs)
+		require.Equal(t, errorClasses[g.class], sourcecatalog.Class(err), "want %s, got %v", g.class, err)
+		if r := g.fields["reason"]; r != "" {
+			var se *signalk.ScanError
+			require.ErrorAs(t, err, &se)
+			assert.Equal(t, r, string(se.Reason), "reason: %v", err)
+		}
+		return
+	}
+	require.NoError(t, err)
+	assert.Equal(t, g.fields["record-count"], strconv.Itoa(len(rs)), "record-count")
+	list, body := []byte("["), []byte(`{"records":[`)
+	for i, r := range rs {
+		if i > 0 {
+			list, body = append(list, ','), append(body, ',')
+		}
+		list, body = append(list, r.Canonical()...), append(body, r.Canonical()...)
+		checkRecord(t, r)
+	}
+	list, body = append(list, ']'), append(body, "]}"...)
+	checkCanonical(t, g, list)
+	sum := sha256.Sum256(body)
+	assert.Equal(t, g.fields["document-sha256"], hex.EncodeToString(sum[:]), "document-sha256")
+	if len(rs) > 0 {
+		assert.NoError(t, catalog.Check(rs), "the records are a valid snapshot's content")
+	}
 }

@@ -118,6 +118,16 @@ var specSections = map[string][]string{
 		"refusal/field-68-bytes", "refusal/message-257-bytes", "refusal/message-not-string",
 		"refusal/values-in-name-order", "refusal/record-index-without-chunk-last"},
 
+	// 12. Discovery from a Signal K server
+	"12.3": {"signalk/units-and-meta", "signalk/self-bare-key", "signalk/self-names-nothing", "signalk/self-missing",
+		"signalk/member-name-with-dot", "signalk/units-not-a-string"},
+	"12.4": {"signalk/null-is-not-live", "signalk/lowest-ref", "signalk/lowest-ref-after-flap", "signalk/server-selection",
+		"signalk/server-selection-not-live", "signalk/position-null-altitude", "signalk/no-source",
+		"signalk/values-not-an-object"},
+	"12.5": {"signalk/nmea2000-identity", "signalk/nmea0183-talker", "signalk/can-name-ref",
+		"signalk/dotted-label-and-providers", "signalk/source-not-listed", "signalk/source-ambiguous"},
+	"12.6": {"signalk/not-strict-json"},
+
 	// 10. Errors
 	"10.3": {"record/first-problem-type-before-domain", "manifest/first-problem-counts-last",
 		"chunk/first-problem-header-before-records", "snapshot/two-messages-undecodable"},

@@ -25,6 +25,7 @@ import (
 	"github.com/yachtmemory/sourcecatalog/canonical"
 	"github.com/yachtmemory/sourcecatalog/catalog"
 	"github.com/yachtmemory/sourcecatalog/envelope"
+	"github.com/yachtmemory/sourcecatalog/signalk"
 )
 
 // The fixed identities every vector uses.
@@ -48,6 +49,7 @@ const (
 	apiSnapshot  = "snapshot"
 	apiReceipt   = "receipt"
 	apiRefusal   = "refusal"
+	apiSignalK   = "signalk"
 )
 
 // A vector is one case of a table: its input and what is expected of it.
@@ -109,7 +111,7 @@ func Files() (map[string][]byte, error) {
 	groups := []func() ([]vector, error){
 		transformVectors, recordVectors, recordsVectors, buildVectors,
 		manifestVectors, chunkVectors, snapshotVectors, settledVectors,
-		receiptVectors, refusalVectors,
+		receiptVectors, refusalVectors, signalkVectors,
 	}
 	var all []vector
 	for _, g := range groups {
@@ -220,6 +222,17 @@ func outputs(v vector) ([]field, error) {
 			return nil, fmt.Errorf("the library disagrees:\n got %q\nwant %q", list, v.want)
 		}
 		return append([]field{{"record-count", strconv.Itoa(len(rs))}}, canonicalFields(list)...), nil
+	case apiSignalK:
+		sel, err := signalk.ParseSelection(v.input[0].value)
+		if err != nil {
+			return nil, err
+		}
+		rs, err := signalk.Map(v.payload, sel)
+		if err != nil {
+			return nil, fmt.Errorf("the library rejects a valid vector: %w", err)
+		}
+		return append([]field{{"record-count", strconv.Itoa(len(rs))}, {"document-sha256", sum(joinRecords(`{"records":[`, rs, "]}"))}},
+			canonicalFields(joinRecords("[", rs, "]"))...), nil
 	case apiBuild:
 		s, err := buildVector(v)
 		if err != nil {

@@ -1,0 +1,108 @@
+package vectors
+
+import (
+	"strings"
+)
+
+// The Signal K vectors map a full model (GET /signalk/v1/api/) to records
+// (SPEC.md §12). Their payloads are small models in signalk-server's
+// shape: the self vessel, one AIS target the mapping must ignore, and a
+// sources tree.
+
+const skSelf = "urn:mrn:signalk:uuid:c0d79334-4e25-4245-8892-54e8ccc8021d"
+
+// skModel returns a full model with self's tree and the sources tree.
+func skModel(self, sources string) string {
+	return `{"self":"vessels.` + skSelf + `","version":"2.32.0","vessels":{"` + skSelf + `":` + self +
+		`,"urn:mrn:imo:mmsi:230035780":{"mmsi":"230035780","navigation":{"speedOverGround":{"value":5.1,"$source":"n2k.43","timestamp":"2026-12-01T21:00:00.000Z","pgn":129039}}}}` +
+		`,"sources":` + sources + `}`
+}
+
+// skLeaf returns a value object of source with extra members.
+func skLeaf(value, source string, extra ...string) string {
+	s := `{"value":` + value + `,"$source":"` + source + `","timestamp":"2026-12-01T21:00:00.000Z"`
+	for _, e := range extra {
+		s += "," + e
+	}
+	return s + "}"
+}
+
+// skSources is a sources tree with an NMEA 2000 bus of two devices and an
+// NMEA 0183 talker.
+const skSources = `{"n2k":{"label":"n2k","type":"NMEA2000",` +
+	`"115":{"n2k":{"src":"115","canName":"c07991002fb0c980","uniqueNumber":1015831,"manufacturerCode":"Airmar","deviceFunction":130,"deviceClass":"External Environment","deviceInstance":0,"industryGroup":"Marine","productCode":1919,"modelId":"DST800","softwareVersionCode":"2.7","modelVersion":"","modelSerialCode":"258811","certificationLevel":1,"loadEquivalency":1,"pgns":{"128259":"2026-12-01T21:00:00.101Z","128267":"2026-12-01T21:00:00.202Z"},"unknownPGNs":{"130823":{"pgn":130823,"timestamp":"2026-12-01T21:00:00.303Z"}}}},` +
+	`"160":{"n2k":{"src":"160","pgns":{"129025":"2026-12-01T21:00:00.404Z"}}}},` +
+	`"0183":{"label":"0183","type":"NMEA0183","GP":{"talker":"GP","sentences":{"RMC":"2026-12-01T21:00:00.505Z","GLL":"2026-12-01T21:00:00.606Z","GSV":"2026-12-01T21:00:00.707Z"}}},` +
+	`"defaults":{}}`
+
+// signalkVectors map a Signal K full model to records (signalk.Map).
+func signalkVectors() ([]vector, error) {
+	okS := func(name, selection, payload string) vector {
+		v := ok(apiSignalK, name, payload)
+		v.input = []field{{"selection", selection}}
+		return v
+	}
+	badS := func(name, reason, payload string) vector {
+		v := fail(apiSignalK, name, payload, "incomplete-scan")
+		v.input = []field{{"selection", "lowest-ref"}, {"reason", reason}}
+		return v
+	}
+	sog := func(server string) string {
+		return skLeaf("3.64", server, `"meta":{"units":"m/s","description":"Speed over ground"}`,
+			`"values":{"n2k.160":{"value":3.64,"pgn":129026,"timestamp":"2026-12-01T21:00:00.100Z"},"0183.GP":{"value":3.5,"sentence":"RMC","timestamp":"2026-12-01T21:00:00.200Z"}}`)
+	}
+	return []vector{
+		// §12.3 Paths.
+		okS("units-and-meta", "lowest-ref", skModel(`{"uuid":"`+skSelf+`","name":"Aava","mmsi":"230099999",`+
+			`"environment":{"depth":{"belowTransducer":`+skLeaf("4.2", "n2k.115", `"meta":{"units":"m","description":"Depth below Transducer","displayUnits":{"category":"depth","targetUnit":"ft","formula":"value * 3.28084","symbol":"ft"}}`, `"pgn":128267`)+`}},`+
+			`"navigation":{"gnss":{"type":`+skLeaf(`"GPS"`, "n2k.160", `"meta":{"description":"Fix type"}`)+`,"satellites":`+skLeaf("10", "n2k.160", `"meta":{"description":"Number of satellites"}`)+`},`+
+			`"anchor":{"maxRadius":{"meta":{"units":"m"}}}},`+
+			`"electrical":{"switches":{"anchorLight":{"state":`+skLeaf("true", "n2k.160", `"meta":{"units":"bool"}`)+`}}}}`, skSources)).
+			note("meta.units becomes the unit and leaves meta with displayUnits; without units a string or boolean has no unit (null), a number an unknown one (absent)",
+				"uuid, name and mmsi are static properties, not paths; a meta-only node (anchor.maxRadius) has no value and is no path"),
+		okS("self-bare-key", "lowest-ref", strings.Replace(skModel(`{"p":`+skLeaf("1", "defaults")+`}`, skSources), `"self":"vessels.`, `"self":"`, 1)).
+			note("self may name the vessel's key without the vessels. prefix"),
+		badS("self-names-nothing", "self", strings.Replace(skModel(`{}`, skSources), `"self":"vessels.urn`, `"self":"vessels.urn:other`, 1)).
+			note("self must name an object of vessels"),
+		badS("self-missing", "self", `{"vessels":{},"sources":{}}`),
+		badS("member-name-with-dot", "model", skModel(`{"environment":{"wind.speed":`+skLeaf("1", "n2k.115")+`}}`, skSources)).
+			note("a member name with a dot would make the path ambiguous"),
+		badS("units-not-a-string", "model", skModel(`{"p":`+skLeaf("1", "n2k.115", `"meta":{"units":1}`)+`}`, skSources)),
+
+		// §12.4 Live sources and the selected source.
+		okS("null-is-not-live", "lowest-ref", skModel(`{"environment":{"depth":{"belowKeel":`+skLeaf("null", "n2k.115", `"state":{"timedOut":true,"lastValue":{"value":3.1,"timestamp":"2026-12-01T20:58:00.000Z"}}`)+`,"belowTransducer":`+skLeaf("4.2", "n2k.115")+`}}}`, skSources)).
+			note("a value of null is no live source: belowKeel, timed out, is not currently observed"),
+		okS("lowest-ref", "lowest-ref", skModel(`{"navigation":{"speedOverGround":`+sog("n2k.160")+`}}`, skSources)).
+			note("two live sources: the bytewise smallest ref is selected, not the server's $source"),
+		okS("lowest-ref-after-flap", "lowest-ref", skModel(`{"navigation":{"speedOverGround":`+sog("0183.GP")+`}}`, skSources)).
+			note("the same path after the other source wrote last: the same records"),
+		okS("server-selection", "server", skModel(`{"navigation":{"speedOverGround":`+sog("n2k.160")+`}}`, skSources)).
+			note("the server rule reports $source while it is live"),
+		okS("server-selection-not-live", "server", skModel(`{"navigation":{"speedOverGround":`+skLeaf("null", "n2k.160",
+			`"values":{"n2k.160":{"value":null,"timestamp":"2026-12-01T21:00:00.100Z"},"0183.GP":{"value":3.5,"timestamp":"2026-12-01T21:00:00.200Z"}}`)+`}}`, skSources)).
+			note("the server rule takes the smallest live ref when $source is not live"),
+		okS("position-null-altitude", "lowest-ref", skModel(`{"navigation":{"position":`+skLeaf(`{"longitude":24.9384,"latitude":60.1699,"altitude":null}`, "0183.GP", `"meta":{"description":"The position of the vessel"}`)+`}}`, skSources)).
+			note("null members of an object value are read as absent: the position stays a position"),
+		badS("no-source", "model", skModel(`{"p":{"value":1,"timestamp":"2026-12-01T21:00:00.000Z"}}`, skSources)),
+		badS("values-not-an-object", "model", skModel(`{"p":`+skLeaf("1", "n2k.115", `"values":["n2k.115"]`)+`}`, skSources)),
+
+		// §12.5 Sources.
+		okS("nmea2000-identity", "lowest-ref", skModel(`{"environment":{"water":{"temperature":`+skLeaf("285.3", "n2k.115", `"meta":{"units":"K"}`, `"pgn":130311`)+`}}}`, skSources)).
+			note("an NMEA 2000 device keeps its identity, without pgns, unknownPGNs and src"),
+		okS("nmea0183-talker", "lowest-ref", skModel(`{"navigation":{"courseOverGroundTrue":`+skLeaf("1.2", "0183.GP", `"meta":{"units":"rad"}`, `"sentence":"RMC"`)+`}}`, skSources)).
+			note("an NMEA 0183 talker keeps its talker and its sentence names, without their times"),
+		okS("can-name-ref", "lowest-ref", skModel(`{"environment":{"depth":{"belowTransducer":`+skLeaf("4.2", "n2k.c07991002fb0c980")+`}}}`, skSources)).
+			note("with useCanName the ref carries the CAN name while the tree is keyed by address"),
+		okS("dotted-label-and-providers", "lowest-ref", skModel(`{"a":`+skLeaf("1", "my.bus.II")+`,"b":`+skLeaf("2", "derived-data")+`,"c":`+skLeaf("3", "defaults")+`}`,
+			`{"my.bus":{"label":"my.bus","type":"NMEA0183","II":{"talker":"II","sentences":{"DBT":"2026-12-01T21:00:00.000Z"}}},"derived-data":{"label":"derived-data","type":"plugin","version":"1.4.0"},"defaults":{}}`)).
+			note("labels may contain dots; a ref may name a provider entry itself"),
+		badS("source-not-listed", "source", skModel(`{"p":`+skLeaf("1", "n2k.99")+`}`, skSources)).
+			note("an observation whose source the tree does not list"),
+		badS("source-ambiguous", "source", skModel(`{"p":`+skLeaf("1", "a.b.c")+`}`, `{"a":{"b.c":{}},"a.b":{"c":{}}}`)).
+			note("a ref that two splits resolve"),
+
+		// §12.6 Failing closed.
+		badS("not-strict-json", "json", `{"self":"vessels.a","vessels":{"a":{}},"self":"vessels.a"}`).
+			note("the model must be strict JSON: here a duplicate name"),
+	}, nil
+}

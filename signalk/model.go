@@ -1,0 +1,539 @@
+package signalk
+
+import (
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/yachtmemory/sourcecatalog"
+	"github.com/yachtmemory/sourcecatalog/canonical"
+	"github.com/yachtmemory/sourcecatalog/catalog"
+)
+
+// A Selection decides which source a path is reported with when several
+// sources currently deliver a value for it (SPEC.md §12.4). Signal K's v1
+// model lists every source of such a path under values, and names in
+// $source the one that wrote last — or, on a server with source
+// priorities configured for the path, the one the priorities prefer. The
+// model does not say which of the two it is.
+type Selection uint8
+
+const (
+	// SelectLowestRef reports the live source whose ref is bytewise
+	// smallest. It depends only on which sources are live, so a server
+	// without source priorities, whose $source changes with every update,
+	// gives the same records on every read. This is the default.
+	SelectLowestRef Selection = iota
+	// SelectServer reports the server's $source while it is live, and
+	// otherwise the smallest live ref. Use it when the server has source
+	// priorities for every path that several sources feed: it then reports
+	// the sources the boat actually uses. Without priorities it reports
+	// whichever source wrote last, and the records change on every read.
+	SelectServer
+)
+
+// String returns "lowest-ref" or "server".
+func (s Selection) String() string {
+	switch s {
+	case SelectLowestRef:
+		return "lowest-ref"
+	case SelectServer:
+		return "server"
+	}
+	return "Selection(" + strconv.Itoa(int(s)) + ")"
+}
+
+// ParseSelection returns the Selection named s, "lowest-ref" or "server",
+// or an error wrapping sourcecatalog.ErrInvalidValue.
+func ParseSelection(s string) (Selection, error) {
+	switch s {
+	case "lowest-ref":
+		return SelectLowestRef, nil
+	case "server":
+		return SelectServer, nil
+	}
+	return 0, sourcecatalog.Errorf(sourcecatalog.ErrInvalidValue, "selection "+strconv.Quote(truncate(s))+" is neither lowest-ref nor server")
+}
+
+// Path meta members that are not measurement metadata of the boat: units
+// becomes the record's unit, and displayUnits is the server's rendering
+// for one user's unit preferences (SPEC.md §12.3).
+var droppedPathMeta = []string{"displayUnits", "units"}
+
+// NMEA 2000 device members that change without a change on board: the
+// time each PGN was last seen, undecoded PGNs with their timestamps, and
+// the bus address, which address claiming may change at any power-up
+// (SPEC.md §12.5).
+var droppedN2K = []string{"pgns", "src", "unknownPGNs"}
+
+// Map returns the records of what the vessel named by a Signal K v1 full
+// model's self currently selects, in canonical order (SPEC.md §12). model
+// is the body of GET /signalk/v1/api/.
+//
+// Every value object of the self vessel with a live source — one whose
+// value is not null — becomes a path record and an observation; every
+// source an observation names becomes a source record, resolved against
+// the model's sources tree. sel picks the source of a path that several
+// live sources feed.
+//
+// A model Map cannot read in full is a *ScanError (class
+// sourcecatalog.ErrIncompleteScan): not strict JSON, a member of the
+// wrong type, a self that names no vessel, a $source the sources tree
+// does not list. A Signal K path or source that breaks a record rule is
+// that rule's error from package catalog, with the path in its detail;
+// more than sourcecatalog.MaxRecords records is
+// sourcecatalog.ErrLimitExceeded. Map costs time and memory linear in
+// len(model); it never returns a partial list.
+func Map(model []byte, sel Selection) ([]*catalog.Record, error) {
+	records, _, err := mapModel(model, sel)
+	return records, err
+}
+
+// mapModel is Map, also returning the key of the self vessel.
+func mapModel(model []byte, sel Selection) ([]*catalog.Record, string, error) {
+	root, err := canonical.Parse(model)
+	if err != nil {
+		return nil, "", scanErr(ReasonJSON, "", "the model is not strict JSON", flatten(err))
+	}
+	if root.Kind() != canonical.KindObject {
+		return nil, "", scanErr(ReasonModel, "", "the model is not a JSON object", nil)
+	}
+	key, vessel, err := self(&root)
+	if err != nil {
+		return nil, "", err
+	}
+	records, err := mapVessel(&root, vessel, sel)
+	return records, key, err
+}
+
+func mapVessel(root, vessel *canonical.Value, sel Selection) ([]*catalog.Record, error) {
+	m := &mapper{sel: sel, selected: map[string]bool{}}
+	if s := member(root, "sources"); s != nil {
+		if s.Kind() != canonical.KindObject {
+			return nil, scanErr(ReasonModel, "sources", "is not an object", nil)
+		}
+		m.sources = s
+	}
+	if err := m.walk(vessel, ""); err != nil {
+		return nil, err
+	}
+	refs := make([]string, 0, len(m.selected))
+	for ref := range m.selected {
+		refs = append(refs, ref)
+	}
+	slices.Sort(refs)
+	if len(m.records)+len(refs) > sourcecatalog.MaxRecords {
+		return nil, tooMany()
+	}
+	for _, ref := range refs {
+		r, err := m.source(ref)
+		if err != nil {
+			return nil, err
+		}
+		m.records = append(m.records, r)
+	}
+	catalog.Sort(m.records)
+	return m.records, nil
+}
+
+// self returns the key and the vessel the model's self names:
+// "vessels.<key>" as v1 servers write it, or the bare key.
+func self(root *canonical.Value) (string, *canonical.Value, error) {
+	s := member(root, "self")
+	if s == nil || s.Kind() != canonical.KindString {
+		return "", nil, scanErr(ReasonSelf, "self", "is missing or not a string", nil)
+	}
+	vessels := member(root, "vessels")
+	if vessels == nil || vessels.Kind() != canonical.KindObject {
+		return "", nil, scanErr(ReasonSelf, "vessels", "is missing or not an object", nil)
+	}
+	key := vesselKey(s.Str())
+	v := member(vessels, key)
+	if v == nil || v.Kind() != canonical.KindObject {
+		return "", nil, scanErr(ReasonSelf, "self", "names no vessel of the model: "+truncate(s.Str()), nil)
+	}
+	return key, v, nil
+}
+
+// vesselKey returns the key of vessels that a self names.
+func vesselKey(self string) string {
+	key, _ := strings.CutPrefix(self, "vessels.")
+	return key
+}
+
+type mapper struct {
+	sel      Selection
+	sources  *canonical.Value // the sources tree, or nil when the model has none
+	records  []*catalog.Record
+	selected map[string]bool // source refs named by an observation
+}
+
+// walk maps every value object under node, whose Signal K path is prefix.
+// Members that are not objects are static properties without a source
+// (uuid, name, mmsi, …) and are not paths.
+func (m *mapper) walk(node *canonical.Value, prefix string) error {
+	for _, mem := range node.Members() {
+		v := &mem.Value
+		if v.Kind() != canonical.KindObject {
+			continue
+		}
+		path := mem.Name
+		if prefix != "" {
+			path = prefix + "." + mem.Name
+		}
+		if strings.Contains(mem.Name, ".") {
+			return scanErr(ReasonModel, truncate(path), "a member name contains a dot, so its path is ambiguous", nil)
+		}
+		if member(v, "value") != nil {
+			if err := m.leaf(v, path); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := m.walk(v, path); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// A candidate is one source's current value of a path.
+type candidate struct {
+	ref   string
+	value *canonical.Value
+}
+
+// leaf maps the value object node at path to a path record and an
+// observation, or to nothing when no source of it is live.
+func (m *mapper) leaf(node *canonical.Value, path string) error {
+	where := truncate(path)
+	src := member(node, "$source")
+	if src == nil || src.Kind() != canonical.KindString || src.Str() == "" {
+		return scanErr(ReasonModel, where, "the value has no $source", nil)
+	}
+	cands := []candidate{{src.Str(), member(node, "value")}}
+	if values := member(node, "values"); values != nil {
+		if values.Kind() != canonical.KindObject {
+			return scanErr(ReasonModel, where, "values is not an object", nil)
+		}
+		cands = cands[:0]
+		inValues := false
+		for _, e := range values.Members() {
+			if e.Value.Kind() != canonical.KindObject || member(&e.Value, "value") == nil {
+				return scanErr(ReasonModel, where, "an entry of values has no value", nil)
+			}
+			cands = append(cands, candidate{e.Name, member(&e.Value, "value")})
+			inValues = inValues || e.Name == src.Str()
+		}
+		if !inValues {
+			cands = append(cands, candidate{src.Str(), member(node, "value")})
+		}
+	}
+	chosen, ok := m.choose(cands, src.Str())
+	if !ok {
+		return nil
+	}
+	vt := valueType(chosen.value)
+	p := catalog.Path{Path: path}
+	meta := member(node, "meta")
+	if meta != nil {
+		if meta.Kind() != canonical.KindObject {
+			return scanErr(ReasonModel, where, "meta is not an object", nil)
+		}
+		units := member(meta, "units")
+		if units != nil {
+			if units.Kind() != canonical.KindString || units.Str() == "" {
+				return scanErr(ReasonModel, where, "meta.units is not a unit symbol", nil)
+			}
+			p.Unit = catalog.UnitOf(units.Str())
+		}
+		p.Meta = objectWithout(meta, func(name string, _ *canonical.Value) bool {
+			return slices.Contains(droppedPathMeta, name)
+		})
+	}
+	if p.Unit.IsUnknown() && (vt == catalog.String || vt == catalog.Boolean) {
+		p.Unit = catalog.NoUnit()
+	}
+	if len(m.records)+2 > sourcecatalog.MaxRecords {
+		return tooMany()
+	}
+	pr, err := catalog.NewPath(p)
+	if err != nil {
+		return located(err, "path "+where)
+	}
+	or, err := catalog.NewObservation(catalog.Observation{Path: path, SourceRef: chosen.ref, ValueType: vt})
+	if err != nil {
+		return located(err, "path "+where)
+	}
+	m.records = append(m.records, pr, or)
+	m.selected[chosen.ref] = true
+	return nil
+}
+
+// choose returns the candidate sel picks among the live ones, or false
+// when none is live: a path whose every source's value is null — Signal K's
+// "no current value", which servers also write when a source times out —
+// is not currently observed.
+func (m *mapper) choose(cands []candidate, server string) (candidate, bool) {
+	var best candidate
+	found := false
+	for _, c := range cands {
+		if c.value.Kind() == canonical.KindNull {
+			continue
+		}
+		if m.sel == SelectServer && c.ref == server {
+			return c, true
+		}
+		if !found || c.ref < best.ref {
+			best, found = c, true
+		}
+	}
+	return best, found
+}
+
+// valueType detects the type of a value by catalog's rules, reading an
+// object's null members as absent: Signal K writes null for a member
+// that has no current value, such as a position's altitude.
+func valueType(v *canonical.Value) catalog.ValueType {
+	if v.Kind() == canonical.KindObject && slices.ContainsFunc(v.Members(), func(m canonical.Member) bool {
+		return m.Value.Kind() == canonical.KindNull
+	}) {
+		b := objectWithout(v, func(_ string, v *canonical.Value) bool { return v.Kind() == canonical.KindNull })
+		if b == nil {
+			b = []byte("{}")
+		}
+		t, err := catalog.DetectValueType(b)
+		if err == nil {
+			return t
+		}
+	}
+	return catalog.ValueTypeOf(v)
+}
+
+// source returns the source record of ref, resolved against the sources
+// tree (SPEC.md §12.5).
+func (m *mapper) source(ref string) (*catalog.Record, error) {
+	where := "source " + truncate(ref)
+	bus, device, err := m.resolve(ref)
+	if err != nil {
+		return nil, err
+	}
+	s := catalog.Source{SourceRef: ref}
+	for _, f := range []struct {
+		name string
+		dst  **string
+	}{{"label", &s.Label}, {"type", &s.Type}} {
+		v := member(bus, f.name)
+		if v == nil {
+			continue
+		}
+		if v.Kind() != canonical.KindString {
+			return nil, scanErr(ReasonModel, where, f.name+" is not a string", nil)
+		}
+		str := v.Str()
+		*f.dst = &str
+	}
+	if device != nil {
+		s.Meta, err = deviceMeta(device)
+		if err != nil {
+			return nil, scanErr(ReasonModel, where, err.Error(), nil)
+		}
+	} else {
+		s.Meta = objectWithout(bus, func(name string, v *canonical.Value) bool {
+			return name == "label" || name == "type" || v.Kind() == canonical.KindObject
+		})
+	}
+	r, err := catalog.NewSource(s)
+	if err != nil {
+		return nil, located(err, where)
+	}
+	return r, nil
+}
+
+// resolve finds ref in the sources tree: a bus (provider) entry named ref
+// itself, or a device entry of the bus named by a prefix of ref, keyed by
+// the rest — its address or talker — or carrying the rest as its NMEA 2000
+// CAN name. Labels may contain dots, so every split is tried; a ref that
+// matches no entry, or more than one, cannot be resolved.
+func (m *mapper) resolve(ref string) (bus, device *canonical.Value, err error) {
+	where := "source " + truncate(ref)
+	if m.sources == nil {
+		return nil, nil, scanErr(ReasonSource, where, "the model has no sources tree", nil)
+	}
+	matches := 0
+	if b := member(m.sources, ref); b != nil && b.Kind() == canonical.KindObject {
+		bus, matches = b, 1
+	}
+	for i := strings.IndexByte(ref, '.'); i >= 0; i = nextDot(ref, i) {
+		b := member(m.sources, ref[:i])
+		if b == nil || b.Kind() != canonical.KindObject {
+			continue
+		}
+		key := ref[i+1:]
+		for _, d := range b.Members() {
+			if d.Value.Kind() != canonical.KindObject {
+				continue
+			}
+			if d.Name == key || canName(&d.Value) == key {
+				bus, device = b, &d.Value
+				matches++
+			}
+		}
+	}
+	switch {
+	case matches == 0:
+		return nil, nil, scanErr(ReasonSource, where, "the sources tree does not list it", nil)
+	case matches > 1:
+		return nil, nil, scanErr(ReasonSource, where, "it matches more than one entry of the sources tree", nil)
+	}
+	return bus, device, nil
+}
+
+func nextDot(s string, i int) int {
+	j := strings.IndexByte(s[i+1:], '.')
+	if j < 0 {
+		return -1
+	}
+	return i + 1 + j
+}
+
+// canName returns the NMEA 2000 CAN name of a device entry, or "".
+func canName(device *canonical.Value) string {
+	n2k := member(device, "n2k")
+	if n2k == nil || n2k.Kind() != canonical.KindObject {
+		return ""
+	}
+	if c := member(n2k, "canName"); c != nil && c.Kind() == canonical.KindString {
+		return c.Str()
+	}
+	return ""
+}
+
+// deviceMeta returns a device entry without what changes with no change
+// on board: from n2k, the members droppedN2K names; sentences, an NMEA
+// 0183 talker's sentence → last-seen map, becomes the sorted list of
+// sentence names.
+func deviceMeta(device *canonical.Value) ([]byte, error) {
+	b := []byte{'{'}
+	n := 0
+	for _, mem := range device.Members() {
+		v := &mem.Value
+		switch {
+		case mem.Name == "n2k" && v.Kind() == canonical.KindObject:
+			inner := objectWithout(v, func(name string, _ *canonical.Value) bool { return slices.Contains(droppedN2K, name) })
+			if inner == nil {
+				continue
+			}
+			b = appendName(b, n, mem.Name)
+			b = append(b, inner...)
+		case mem.Name == "sentences":
+			if v.Kind() != canonical.KindObject {
+				return nil, errors.New("sentences is not an object")
+			}
+			b = appendName(b, n, mem.Name)
+			b = append(b, '[')
+			for i, s := range v.Members() {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				b, _ = canonical.AppendString(b, s.Name) // a parsed name is valid UTF-8
+			}
+			b = append(b, ']')
+		default:
+			b = appendName(b, n, mem.Name)
+			b = v.AppendCanonical(b)
+		}
+		n++
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	return append(b, '}'), nil
+}
+
+// objectWithout returns the canonical text of object v without the
+// members drop reports, or nil when no member is left. The members of a
+// parsed object are in canonical order already, so dropping some keeps
+// the text canonical.
+func objectWithout(v *canonical.Value, drop func(name string, v *canonical.Value) bool) []byte {
+	b := []byte{'{'}
+	n := 0
+	for _, mem := range v.Members() {
+		if drop(mem.Name, &mem.Value) {
+			continue
+		}
+		b = appendName(b, n, mem.Name)
+		b = mem.Value.AppendCanonical(b)
+		n++
+	}
+	if n == 0 {
+		return nil
+	}
+	return append(b, '}')
+}
+
+// appendName appends a member's name and colon, after a comma unless it is
+// the first (n == 0). A parsed name is valid UTF-8, so encoding it cannot
+// fail.
+func appendName(b []byte, n int, name string) []byte {
+	if n > 0 {
+		b = append(b, ',')
+	}
+	b, _ = canonical.AppendString(b, name)
+	return append(b, ':')
+}
+
+// member returns the value of o's member name, or nil.
+func member(o *canonical.Value, name string) *canonical.Value {
+	ms := o.Members()
+	for i := range ms {
+		if ms[i].Name == name {
+			return &ms[i].Value
+		}
+	}
+	return nil
+}
+
+func tooMany() error {
+	return sourcecatalog.Errorf(sourcecatalog.ErrLimitExceeded, "the vessel selects paths and sources for more than "+strconv.Itoa(sourcecatalog.MaxRecords)+" records")
+}
+
+// located adds where to a record error's detail, keeping its class.
+func located(err error, where string) error {
+	var e *sourcecatalog.Error
+	if errors.As(err, &e) {
+		c := *e
+		if c.Detail == "" {
+			c.Detail = where
+		} else {
+			c.Detail = where + ": " + c.Detail
+		}
+		return &c
+	}
+	return err
+}
+
+// flatten keeps a cause's text but not its class, so that a ScanError
+// wraps exactly one class.
+func flatten(err error) error {
+	if sourcecatalog.Class(err) == nil {
+		return err
+	}
+	return errors.New(err.Error())
+}
+
+// truncate bounds a string taken from the server's answer for an error text.
+func truncate(s string) string {
+	const max = 200
+	if len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && !utf8Start(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
