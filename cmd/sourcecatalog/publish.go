@@ -101,28 +101,17 @@ type publishFlags struct {
 }
 
 func runPublish(e *env, c *command, args []string) int {
-	f := publishFlags{
-		vessel:  uuidFlag{check: notNil},
-		timeout: durationFlag{d: httpbinding.DefaultClientTimeout},
-		giveUp:  durationFlag{d: 10 * time.Minute},
-	}
+	f := newPublishFlags()
+	f.giveUp = durationFlag{d: 10 * time.Minute}
 	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
-	fs.Var(&f.store, "store", "")
-	fs.Var(&f.vessel, "vessel", "")
-	fs.Var(&f.endpoint, "url", "")
-	fs.Var(&f.ca, "ca", "")
-	fs.Var(&f.cert, "cert", "")
-	fs.Var(&f.key, "key", "")
-	fs.Var(&f.tokenFile, "token-file", "")
-	fs.Var(&f.receiverV2, "receiver-v2", "")
-	fs.Var(&f.timeout, "timeout", "")
+	f.register(fs)
 	fs.Var(&f.giveUp, "give-up-after", "")
 	fs.Var(&f.asJSON, "json", "")
 	operands, status, ok := c.parse(e, fs, args)
 	if !ok {
 		return status
 	}
-	if msg := f.check(operands); msg != "" {
+	if msg := f.check(c.name, operands); msg != "" {
 		return c.usageError(e, "%s", msg)
 	}
 	client, err := f.client()
@@ -135,12 +124,31 @@ func runPublish(e *env, c *command, args []string) int {
 	})
 }
 
-// check returns what is wrong with the command line, or "".
-func (f *publishFlags) check(operands []string) string {
+// newPublishFlags returns the flags with their defaults.
+func newPublishFlags() publishFlags {
+	return publishFlags{vessel: uuidFlag{check: notNil}, timeout: durationFlag{d: httpbinding.DefaultClientTimeout}}
+}
+
+// register registers the flags of the outbox and the receiver, which
+// publish and agent share.
+func (f *publishFlags) register(fs *flag.FlagSet) {
+	fs.Var(&f.store, "store", "")
+	fs.Var(&f.vessel, "vessel", "")
+	fs.Var(&f.endpoint, "url", "")
+	fs.Var(&f.ca, "ca", "")
+	fs.Var(&f.cert, "cert", "")
+	fs.Var(&f.key, "key", "")
+	fs.Var(&f.tokenFile, "token-file", "")
+	fs.Var(&f.receiverV2, "receiver-v2", "")
+	fs.Var(&f.timeout, "timeout", "")
+}
+
+// check returns what is wrong with command name's command line, or "".
+func (f *publishFlags) check(name string, operands []string) string {
 	u, err := url.Parse(f.endpoint.s)
 	switch {
 	case len(operands) > 0:
-		return fmt.Sprintf("unexpected argument %q: publish takes no arguments", operands[0])
+		return fmt.Sprintf("unexpected argument %q: %s takes no arguments", operands[0], name)
 	case f.store.kind == "":
 		return "--store is required"
 	case f.store.kind == "memory":
@@ -186,7 +194,7 @@ func (f *publishFlags) client() (*httpbinding.Client, error) {
 		httpbinding.WithTimeout(f.timeout.d),
 	}
 	if f.tokenFile.set {
-		token, err := readToken(f.tokenFile.s)
+		token, err := readToken("--token-file", f.tokenFile.s)
 		if err != nil {
 			return nil, err
 		}
@@ -200,21 +208,21 @@ func (f *publishFlags) client() (*httpbinding.Client, error) {
 }
 
 // readToken reads the first line of a token file, without its
-// surrounding white space.
-func readToken(path string) (string, error) {
+// surrounding white space; its errors start with the flag's name.
+func readToken(flag, path string) (string, error) {
 	file, err := os.Open(path)
 	if err != nil {
-		return "", fmt.Errorf("--token-file: %w", err)
+		return "", fmt.Errorf("%s: %w", flag, err)
 	}
 	defer file.Close()
 	b, err := io.ReadAll(io.LimitReader(file, 4096))
 	if err != nil {
-		return "", fmt.Errorf("--token-file: %w", err)
+		return "", fmt.Errorf("%s: %w", flag, err)
 	}
 	line, _, _ := strings.Cut(string(b), "\n")
 	token := strings.TrimSpace(line)
 	if token == "" {
-		return "", fmt.Errorf("--token-file: %s holds no token on its first line", path)
+		return "", fmt.Errorf("%s: %s holds no token on its first line", flag, path)
 	}
 	return token, nil
 }
