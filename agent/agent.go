@@ -182,13 +182,15 @@ func (a *Agent) scan(ctx context.Context, s *state) {
 		return
 	}
 	if err != nil {
-		var ra interface{ RetryAfter() time.Duration }
-		if errors.As(err, &ra) {
-			s.nextScan = a.cfg.Clock.Now().Add(max(ra.RetryAfter(), a.cfg.Backoff.Next(0)))
-		}
 		level, msg := slog.LevelError, "scan failed: nothing committed"
 		if errors.Is(err, sourcecatalog.ErrIncompleteScan) {
 			level, msg = slog.LevelWarn, "scan incomplete: nothing committed"
+		}
+		var ra interface{ RetryAfter() time.Duration }
+		if errors.As(err, &ra) {
+			// Expected after every (re)start of the server or the agent.
+			s.nextScan = a.cfg.Clock.Now().Add(max(ra.RetryAfter(), a.cfg.Backoff.Next(0)))
+			level = slog.LevelInfo
 		}
 		a.log.Log(ctx, level, msg, "error", err.Error(), "retry_in", s.nextScan.Sub(a.cfg.Clock.Now()).String())
 		return

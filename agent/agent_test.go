@@ -263,7 +263,7 @@ func TestSettleThenCycle(t *testing.T) {
 			inc := g.logged("scan incomplete: nothing committed")
 			require.Len(t, inc, 1)
 			assert.Equal(t, tc.want.String(), inc[0]["retry_in"])
-			assert.Equal(t, "WARN", inc[0]["level"])
+			assert.Equal(t, "INFO", inc[0]["level"], "a wait for the server to settle is expected")
 			assert.Contains(t, inc[0]["error"], "not settled")
 
 			cycles := g.logged("cycle committed")

@@ -70,7 +70,8 @@ the document_sha256, and changed: whether the document differs from the
 previous cycle's (true for the agent's first; previous_document_sha256
 names the other). "published" and "published in part" give the outcome,
 passes, sent, delivered, already_received and failed entries, and the last
-failure; failures are WARN, those an operator must mend ERROR.
+failure; a scan waiting for the server to settle is INFO, other failures
+WARN, those an operator must mend ERROR.
 
 Exit status: 0 after SIGINT or SIGTERM; 1 when a file of the flags cannot
 be read or the store cannot be opened; 2 usage error.
