@@ -106,6 +106,10 @@ func errorCases() map[string]errCase {
 			},
 			is: is(outbox.ErrReceiptMismatch), class: sourcecatalog.ErrIntegrity,
 		},
+		"outbox.ErrNeedsOperator": {
+			provoke: func(t *testing.T) error { return send401(t) },
+			is:      is(outbox.ErrNeedsOperator), class: sourcecatalog.ErrStoreUnavailable,
+		},
 		"sourcecatalog.ErrNotFound": {
 			provoke: func(t *testing.T) error {
 				ctx := context.Background()
@@ -172,18 +176,20 @@ func errorCases() map[string]errCase {
 			is: is(httpbinding.ErrBadCredentials), class: sourcecatalog.ErrInvalidValue,
 		},
 		"httpbinding.ErrUnauthorized": {
+			provoke: func(t *testing.T) error { return send401(t) },
+			is:      is(httpbinding.ErrUnauthorized), class: sourcecatalog.ErrStoreUnavailable,
+		},
+		"httpbinding.TLSError": {
 			provoke: func(t *testing.T) error {
-				ts := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusUnauthorized) }))
+				ts := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
 				defer ts.Close()
-				pool := x509.NewCertPool()
-				pool.AddCert(ts.Certificate())
-				c, err := httpbinding.NewClient(ts.URL, httpbinding.WithTLSConfig(httpbinding.ClientTLSConfig(pool, nil)))
+				c, err := httpbinding.NewClient(ts.URL) // the system's roots do not hold the test server's
 				require.NoError(t, err)
 				defer c.CloseIdleConnections()
 				_, err = c.Send(context.Background(), outbox.Entry{EntityType: sourcecatalog.ManifestEntityType, EntityKey: "k", Payload: []byte("{}")})
 				return err
 			},
-			is: is(httpbinding.ErrUnauthorized), class: sourcecatalog.ErrStoreUnavailable,
+			is: isType[*httpbinding.TLSError], class: sourcecatalog.ErrInvalidValue,
 		},
 
 		// Package finalize.
@@ -404,6 +410,19 @@ func exportedErrors(t *testing.T) []string {
 	})
 	require.NoError(t, err)
 	return names
+}
+
+// send401 returns the error of a Client's Send answered 401.
+func send401(t *testing.T) error {
+	ts := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusUnauthorized) }))
+	defer ts.Close()
+	pool := x509.NewCertPool()
+	pool.AddCert(ts.Certificate())
+	c, err := httpbinding.NewClient(ts.URL, httpbinding.WithTLSConfig(httpbinding.ClientTLSConfig(pool, nil)))
+	require.NoError(t, err)
+	defer c.CloseIdleConnections()
+	_, err = c.Send(context.Background(), outbox.Entry{EntityType: sourcecatalog.ManifestEntityType, EntityKey: "k", Payload: []byte("{}")})
+	return err
 }
 
 // refused returns a pool whose connections are refused: nothing listens

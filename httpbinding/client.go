@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -22,10 +24,84 @@ const DefaultClientTimeout = 2 * time.Minute
 
 // ErrUnauthorized is wrapped by Send's error when the receiver answers 401:
 // the credentials are missing or refused. It wraps
-// sourcecatalog.ErrStoreUnavailable, so the Publisher keeps the entry
-// pending; alert an operator, since resending will not help.
-var ErrUnauthorized error = sourcecatalog.Errorf(sourcecatalog.ErrStoreUnavailable,
-	"the receiver refused the credentials (401)")
+// sourcecatalog.ErrStoreUnavailable, so the entry stays pending (SPEC.md
+// §11.6), and outbox.ErrNeedsOperator: resending will not help until an
+// operator fixes the credentials, so the Publisher stops its pass and
+// Drain stops.
+var ErrUnauthorized error = &sourcecatalog.Error{
+	Class: sourcecatalog.ErrStoreUnavailable, Chunk: sourcecatalog.NoIndex, Record: sourcecatalog.NoIndex,
+	Detail: "the receiver refused the credentials (401)", Err: outbox.ErrNeedsOperator,
+}
+
+// A TLSError is Send's error when TLS verification failed: the client did
+// not verify the receiver's certificate (an unknown authority — a CA
+// missing from the roots —, another host name, expired), or the receiver,
+// or a proxy before it, refused the client's certificate with a TLS alert
+// about it (bad, unknown, expired, revoked or required certificate,
+// unknown CA, access denied). Sending again cannot help until an operator
+// fixes the trust or the credentials, so it is not a transient failure
+// (nor are the handshake_failure and protocol_version alerts, by which a
+// TLS 1.2 server refuses a client certificate, or a handshake it cannot
+// negotiate, and which this error covers too):
+// it wraps sourcecatalog.ErrInvalidValue (never ErrStoreUnavailable),
+// outbox.ErrNeedsOperator and the cause from crypto/tls or crypto/x509.
+// The entry stays pending (SPEC.md §11.6).
+type TLSError struct {
+	// Refused reports a TLS alert from the receiver's side; otherwise the
+	// client refused the receiver's certificate.
+	Refused bool
+	Err     error // the cause
+}
+
+func (e *TLSError) Error() string {
+	if e.Refused {
+		return "httpbinding: the receiver refused the client certificate in the TLS handshake: " + e.Err.Error()
+	}
+	return "httpbinding: the receiver's certificate failed TLS verification: " + e.Err.Error()
+}
+
+// Unwrap returns sourcecatalog.ErrInvalidValue, outbox.ErrNeedsOperator
+// and the cause.
+func (e *TLSError) Unwrap() []error {
+	return []error{sourcecatalog.ErrInvalidValue, outbox.ErrNeedsOperator, e.Err}
+}
+
+// certificateAlerts are the texts of the TLS alerts (RFC 8446 §6.2) by
+// which a server refuses a client's certificate, or a handshake it cannot
+// negotiate (crypto/tls answers a refused client certificate under TLS 1.2
+// with handshake_failure): crypto/tls reports a peer's alert as a
+// net.OpError "remote error" of an unexported type.
+var certificateAlerts = map[string]bool{
+	"tls: bad certificate": true, "tls: unsupported certificate": true, "tls: revoked certificate": true,
+	"tls: expired certificate": true, "tls: unknown certificate": true, "tls: unknown certificate authority": true,
+	"tls: access denied": true, "tls: certificate required": true,
+	"tls: handshake failure": true, "tls: protocol version not supported": true,
+}
+
+// tlsFailure returns the TLSError err is, or nil when err is no TLS
+// verification failure.
+func tlsFailure(err error) *TLSError {
+	var (
+		verify  *tls.CertificateVerificationError
+		unknown x509.UnknownAuthorityError
+		host    x509.HostnameError
+		invalid x509.CertificateInvalidError
+		op      *net.OpError
+	)
+	switch {
+	case errors.As(err, &verify):
+		return &TLSError{Err: verify}
+	case errors.As(err, &unknown):
+		return &TLSError{Err: unknown}
+	case errors.As(err, &host):
+		return &TLSError{Err: host}
+	case errors.As(err, &invalid):
+		return &TLSError{Err: invalid}
+	case errors.As(err, &op) && op.Op == "remote error" && op.Err != nil && certificateAlerts[op.Err.Error()]:
+		return &TLSError{Refused: true, Err: op}
+	}
+	return nil
+}
 
 // A Client is the sender side of the binding (SPEC.md §11.6): an
 // outbox.Transport that POSTs each entry, wrapped with
@@ -113,7 +189,8 @@ func NewClient(endpoint string, opts ...ClientOption) (*Client, error) {
 //
 // A refusal answer is returned as its class (envelope.Refusal.Err): a
 // conflict wraps sourcecatalog.ErrConflict, which stops the snapshot. A
-// 401 wraps ErrUnauthorized. Everything else wraps
+// 401 wraps ErrUnauthorized, and a TLS verification failure is a
+// *TLSError (class sourcecatalog.ErrInvalidValue). Everything else wraps
 // sourcecatalog.ErrStoreUnavailable, with the cause: a network failure or
 // timeout, an answer cut short, an answer that is neither a receipt with
 // 200 nor a refusal with a status its class allows (SPEC.md §11.3), or
@@ -135,6 +212,9 @@ func (c *Client) Send(ctx context.Context, e outbox.Entry) (envelope.Receipt, er
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
+		if tf := tlsFailure(err); tf != nil {
+			return envelope.Receipt{}, tf
+		}
 		return envelope.Receipt{}, sourcecatalog.Wrap(sourcecatalog.ErrStoreUnavailable, err)
 	}
 	defer resp.Body.Close()
@@ -143,6 +223,9 @@ func (c *Client) Send(ctx context.Context, e outbox.Entry) (envelope.Receipt, er
 	}
 	answer, err := io.ReadAll(io.LimitReader(resp.Body, envelope.MaxAnswerSize+1))
 	if err != nil {
+		if tf := tlsFailure(err); tf != nil {
+			return envelope.Receipt{}, tf
+		}
 		return envelope.Receipt{}, sourcecatalog.Wrap(sourcecatalog.ErrStoreUnavailable, fmt.Errorf("reading the %d answer: %w", resp.StatusCode, err))
 	}
 	return decodeAnswer(resp.StatusCode, resp.Header.Get("Content-Type"), answer)

@@ -22,4 +22,12 @@
 // entity types are never sent until the receiver's v2 capability is
 // declared ([WithReceiverV2]); it is off by default, so a receiver that
 // supports only v1 never sees them.
+//
+// A [Pass] lists each entry it did not deliver as a [Failure], with its
+// class and cause. [Publisher.Drain] is the publish-until-done loop: passes
+// with a backoff between those that failed, until nothing is pending, a
+// deadline passes or a failure that only an operator can mend
+// ([NeedsOperator]: refused credentials, a TLS verification failure, a
+// refusal of the vessel) ends it at once; a [DrainReport] sums it up. It
+// runs on a [Clock], so that a test drives its time.
 package outbox

@@ -76,17 +76,70 @@ func NewPublisher(store Store, vessel uuid.UUID, t Transport, opts ...PublisherO
 	return p
 }
 
+// ErrNeedsOperator is found (errors.Is) inside a Transport's error when
+// sending again cannot succeed until an operator acts on the sender's
+// configuration: the receiver refused the credentials
+// (httpbinding.ErrUnauthorized), or the connection's TLS verification
+// failed (httpbinding.TLSError). It refines the class of the error that
+// carries it and is never returned alone. See [NeedsOperator].
+var ErrNeedsOperator = errors.New("an operator must act")
+
+// NeedsOperator reports whether err is a failure that sending again
+// cannot mend until an operator acts: one carrying [ErrNeedsOperator], or
+// a receiver's refusal of the vessel itself (sourcecatalog.ErrForeignVessel:
+// the credentials name another vessel; sourcecatalog.ErrUnregisteredVessel:
+// the receiver has not registered it). Publish stops its pass at the first
+// such failure, and Drain stops at once.
+func NeedsOperator(err error) bool {
+	return errors.Is(err, ErrNeedsOperator) ||
+		errors.Is(err, sourcecatalog.ErrForeignVessel) || errors.Is(err, sourcecatalog.ErrUnregisteredVessel)
+}
+
 // A Pass reports what one Publish call did.
 type Pass struct {
 	Sent      int // entries handed to the transport
 	Delivered int // entries acknowledged by a matching receipt
-	Failed    int // sends that failed and stay pending
-	Remaining int // entries of this pass still pending (failed or not attempted)
+	// AlreadyReceived counts the delivered entries whose receipt says
+	// already_received: the receiver had staged them before (a receipt
+	// lost on the way back, or another outbox with the same bytes).
+	AlreadyReceived int
+	Failed          int // sends that failed and stay pending
+	Remaining       int // entries of this pass still pending (failed or not attempted)
+	// Failures lists, in the order sent, each entry that the pass did not
+	// deliver and why: every failed send (Failed of them), then the entry
+	// the pass stopped at when Publish returns an error about one (a
+	// conflict, a receipt for another entry, bytes that no longer match).
+	// It holds at most one element per entry of the pass.
+	Failures []Failure
+}
+
+// A Failure is an entry a Publish pass did not deliver, and why.
+type Failure struct {
+	SnapshotID uuid.UUID
+	Revision   int64
+	EntityType string // sourcecatalog.ManifestEntityType or ChunkEntityType
+	EntityKey  string
+	ChunkIndex int // sourcecatalog.NoIndex for the manifest
+	// Class is the class Err wraps (sourcecatalog.Class): a transport's
+	// error that wraps none is taken as sourcecatalog.ErrStoreUnavailable.
+	Class error
+	// Err is the cause: the transport's error, classed, or the Publisher's
+	// own. It never carries the entry's bytes.
+	Err error
+}
+
+// failure returns the Failure of e caused by err, classed.
+func failure(e Entry, err error) Failure {
+	err = classed(err)
+	return Failure{
+		SnapshotID: e.SnapshotID, Revision: e.Revision, EntityType: e.EntityType, EntityKey: e.EntityKey,
+		ChunkIndex: e.ChunkIndex, Class: sourcecatalog.Class(err), Err: err,
+	}
 }
 
 // Publish sends every pending entry once, oldest revision first, and marks
 // those acknowledged by a matching receipt delivered. Failed sends stay
-// pending for the next call.
+// pending for the next call; the Pass lists each with its class and cause.
 //
 // It returns ErrCapabilityOff, sending nothing, while the receiver's v2
 // capability is not declared. It stops and returns an error wrapping
@@ -95,8 +148,12 @@ type Pass struct {
 // (the entry stays pending), and sourcecatalog.ErrConflict when the
 // receiver answers a conflict: every entry of that snapshot is then
 // stopped and will not be sent again (should stopping fail, the error is
-// the store's, below). A failing store, or a context done before the pass
-// ends, is reported as sourcecatalog.ErrStoreUnavailable wrapping the cause.
+// the store's, below). It stops at the first failed send for which
+// [NeedsOperator] holds — the credentials refused, TLS verification
+// failed, the vessel refused — and returns an error wrapping the
+// transport's (so of its class, with NeedsOperator true); the entry stays
+// pending. A failing store, or a context done before the pass ends, is
+// reported as sourcecatalog.ErrStoreUnavailable wrapping the cause.
 func (p *Publisher) Publish(ctx context.Context) (Pass, error) {
 	if !p.v2 {
 		return Pass{}, ErrCapabilityOff
@@ -112,39 +169,53 @@ func (p *Publisher) Publish(ctx context.Context) (Pass, error) {
 	}
 	var pass Pass
 	for i, e := range pending {
+		// left is what stays pending when the pass stops at e.
+		left := func() int { return pass.Failed + len(pending) - i }
 		if err := CheckEntry(e); err != nil {
-			pass.Remaining = pass.Failed + len(pending) - i
+			pass.Remaining = left()
+			pass.Failures = append(pass.Failures, failure(e, err))
 			return pass, err
 		}
 		pass.Sent++
 		rc, err := p.transport.Send(ctx, e)
 		switch {
 		case errors.Is(err, sourcecatalog.ErrConflict):
-			pass.Remaining = pass.Failed + len(pending) - i
+			pass.Remaining = left()
+			pass.Failures = append(pass.Failures, failure(e, err))
 			if serr := p.stop(ctx, e.SnapshotID); serr != nil {
 				// Not stopped: the next pass meets the conflict again.
 				return pass, classed(fmt.Errorf("outbox: %s: stopping snapshot %s after a conflict (%v): %w", e.EntityKey, e.SnapshotID, err, serr))
 			}
 			return pass, fmt.Errorf("outbox: %s: publishing of snapshot %s stopped: %w", e.EntityKey, e.SnapshotID, err)
 		case err != nil:
+			pass.Failed++
+			pass.Failures = append(pass.Failures, failure(e, err))
 			if ctx.Err() != nil {
-				pass.Remaining = pass.Failed + len(pending) - i
+				pass.Remaining = left() - 1
 				return pass, classed(ctx.Err())
 			}
-			pass.Failed++
+			if NeedsOperator(err) {
+				pass.Remaining = left() - 1
+				return pass, fmt.Errorf("outbox: %s: sending stopped until an operator acts: %w", e.EntityKey, classed(err))
+			}
 			continue
 		case !rc.Matches(e.Receipt()):
-			pass.Remaining = pass.Failed + len(pending) - i
-			return pass, fmt.Errorf("%w: sent %s, receipt for %s/%d", ErrReceiptMismatch, e.EntityKey, rc.SnapshotID, rc.ChunkIndex)
+			pass.Remaining = left()
+			err := fmt.Errorf("%w: sent %s, receipt for %s/%d", ErrReceiptMismatch, e.EntityKey, rc.SnapshotID, rc.ChunkIndex)
+			pass.Failures = append(pass.Failures, failure(e, err))
+			return pass, err
 		}
 		err = p.store.WithVessel(ctx, p.vessel, func(tx Tx) error {
 			return tx.SetState(ctx, e.SnapshotID, e.ChunkIndex, Delivered)
 		})
 		if err != nil {
-			pass.Remaining = pass.Failed + len(pending) - i
+			pass.Remaining = left()
 			return pass, classed(err)
 		}
 		pass.Delivered++
+		if rc.Status == envelope.AlreadyReceived {
+			pass.AlreadyReceived++
+		}
 	}
 	pass.Remaining = pass.Failed
 	return pass, nil

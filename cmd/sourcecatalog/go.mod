@@ -8,6 +8,7 @@ replace (
 )
 
 require (
+	github.com/coder/websocket v1.8.14
 	github.com/go-sql-driver/mysql v1.9.3
 	github.com/google/uuid v1.6.0
 	github.com/prometheus/client_golang v1.25.0

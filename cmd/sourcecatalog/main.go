@@ -12,8 +12,10 @@
 //	sourcecatalog inspect HEADER_FILE CHUNKS_FILE
 //	sourcecatalog demo [--seed N] [--sqlite FILE] [--mysql DSN] [--http]
 //	sourcecatalog serve --listen ADDR --store STORE --retain N|all --tls-cert FILE --tls-key FILE --client-ca FILE|--tokens FILE [FLAGS]
+//	sourcecatalog discover --signalk URL [--signalk-token-file FILE] [--signalk-ca FILE] [--selection S] [--settle D]
 //	sourcecatalog commit --store sqlite:FILE|mysql:DSN --vessel UUID [--snapshot UUID] [--discovered-at TIME] [--json] RECORDS_FILE|-
 //	sourcecatalog publish --store sqlite:FILE|mysql:DSN --vessel UUID --url URL [--ca FILE] [--cert FILE --key FILE | --token-file FILE] [--receiver-v2] [FLAGS]
+//	sourcecatalog agent --signalk URL [SIGNALK FLAGS] --store sqlite:FILE|mysql:DSN --vessel UUID --url URL [PUBLISH FLAGS] [--interval D] [--log-format text|json]
 //	sourcecatalog status|reconcile --store STORE [--vessel UUID] [--json]
 //	sourcecatalog discard --store STORE --vessel UUID --snapshot UUID [--json]
 //	sourcecatalog prune --store STORE (--vessel UUID | --all) --keep N [--json]
@@ -36,9 +38,11 @@
 //
 // serve runs the receiver over HTTPS (SPEC.md §11) on a STORE — memory,
 // sqlite:FILE or mysql:DSN — with client-certificate or bearer-token
-// authentication, a reconciler, /healthz and Prometheus /metrics. commit
-// puts one discovery cycle in an on-board outbox and publish posts the
-// pending entries to a serve URL until they are delivered. status,
+// authentication, a reconciler, /healthz and Prometheus /metrics. discover
+// reads one discovery cycle from a Signal K server as records, commit puts
+// one discovery cycle in an on-board outbox, publish posts the pending
+// entries to a serve URL until they are delivered, and agent runs the three
+// every interval as one long-running on-board process. status,
 // reconcile, discard and prune are the operator's commands over any STORE.
 //
 // Every problem found is reported on standard error, one per line, with its
@@ -109,7 +113,7 @@ var commands []*command
 func init() {
 	commands = []*command{
 		canonCommand, buildCommand, verifyCommand, inspectCommand, demoCommand,
-		serveCommand, commitCommand, publishCommand,
+		serveCommand, discoverCommand, commitCommand, publishCommand, agentCommand,
 		statusCommand, reconcileCommand, discardCommand, pruneCommand,
 	}
 }

@@ -15,7 +15,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/yachtmemory/sourcecatalog"
-	"github.com/yachtmemory/sourcecatalog/envelope"
 	"github.com/yachtmemory/sourcecatalog/httpbinding"
 	"github.com/yachtmemory/sourcecatalog/outbox"
 )
@@ -78,9 +77,11 @@ or failed.
 
 Exit status: 0 when nothing is pending and no snapshot was stopped; 1
 without --receiver-v2, on give-up, when a conflict stopped a snapshot, when
-the receiver refuses the credentials (401: resending would not help), when
-a receipt acknowledges another entry, when an entry's bytes no longer match
-their digest, or when credentials or the store fail; 2 usage error.
+the receiver refuses the credentials (401) or the vessel (403), or TLS
+verification fails (the receiver's certificate, or the receiver refusing
+the client's) — resending would not help, so these stop publish at once —,
+when a receipt acknowledges another entry, when an entry's bytes no longer
+match their digest, or when credentials or the store fail; 2 usage error.
 `,
 	run: runPublish,
 }
@@ -100,28 +101,17 @@ type publishFlags struct {
 }
 
 func runPublish(e *env, c *command, args []string) int {
-	f := publishFlags{
-		vessel:  uuidFlag{check: notNil},
-		timeout: durationFlag{d: httpbinding.DefaultClientTimeout},
-		giveUp:  durationFlag{d: 10 * time.Minute},
-	}
+	f := newPublishFlags()
+	f.giveUp = durationFlag{d: 10 * time.Minute}
 	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
-	fs.Var(&f.store, "store", "")
-	fs.Var(&f.vessel, "vessel", "")
-	fs.Var(&f.endpoint, "url", "")
-	fs.Var(&f.ca, "ca", "")
-	fs.Var(&f.cert, "cert", "")
-	fs.Var(&f.key, "key", "")
-	fs.Var(&f.tokenFile, "token-file", "")
-	fs.Var(&f.receiverV2, "receiver-v2", "")
-	fs.Var(&f.timeout, "timeout", "")
+	f.register(fs)
 	fs.Var(&f.giveUp, "give-up-after", "")
 	fs.Var(&f.asJSON, "json", "")
 	operands, status, ok := c.parse(e, fs, args)
 	if !ok {
 		return status
 	}
-	if msg := f.check(operands); msg != "" {
+	if msg := f.check(c.name, operands); msg != "" {
 		return c.usageError(e, "%s", msg)
 	}
 	client, err := f.client()
@@ -134,12 +124,31 @@ func runPublish(e *env, c *command, args []string) int {
 	})
 }
 
-// check returns what is wrong with the command line, or "".
-func (f *publishFlags) check(operands []string) string {
+// newPublishFlags returns the flags with their defaults.
+func newPublishFlags() publishFlags {
+	return publishFlags{vessel: uuidFlag{check: notNil}, timeout: durationFlag{d: httpbinding.DefaultClientTimeout}}
+}
+
+// register registers the flags of the outbox and the receiver, which
+// publish and agent share.
+func (f *publishFlags) register(fs *flag.FlagSet) {
+	fs.Var(&f.store, "store", "")
+	fs.Var(&f.vessel, "vessel", "")
+	fs.Var(&f.endpoint, "url", "")
+	fs.Var(&f.ca, "ca", "")
+	fs.Var(&f.cert, "cert", "")
+	fs.Var(&f.key, "key", "")
+	fs.Var(&f.tokenFile, "token-file", "")
+	fs.Var(&f.receiverV2, "receiver-v2", "")
+	fs.Var(&f.timeout, "timeout", "")
+}
+
+// check returns what is wrong with command name's command line, or "".
+func (f *publishFlags) check(name string, operands []string) string {
 	u, err := url.Parse(f.endpoint.s)
 	switch {
 	case len(operands) > 0:
-		return fmt.Sprintf("unexpected argument %q: publish takes no arguments", operands[0])
+		return fmt.Sprintf("unexpected argument %q: %s takes no arguments", operands[0], name)
 	case f.store.kind == "":
 		return "--store is required"
 	case f.store.kind == "memory":
@@ -185,7 +194,7 @@ func (f *publishFlags) client() (*httpbinding.Client, error) {
 		httpbinding.WithTimeout(f.timeout.d),
 	}
 	if f.tokenFile.set {
-		token, err := readToken(f.tokenFile.s)
+		token, err := readToken("--token-file", f.tokenFile.s)
 		if err != nil {
 			return nil, err
 		}
@@ -199,21 +208,21 @@ func (f *publishFlags) client() (*httpbinding.Client, error) {
 }
 
 // readToken reads the first line of a token file, without its
-// surrounding white space.
-func readToken(path string) (string, error) {
+// surrounding white space; its errors start with the flag's name.
+func readToken(flag, path string) (string, error) {
 	file, err := os.Open(path)
 	if err != nil {
-		return "", fmt.Errorf("--token-file: %w", err)
+		return "", fmt.Errorf("%s: %w", flag, err)
 	}
 	defer file.Close()
 	b, err := io.ReadAll(io.LimitReader(file, 4096))
 	if err != nil {
-		return "", fmt.Errorf("--token-file: %w", err)
+		return "", fmt.Errorf("%s: %w", flag, err)
 	}
 	line, _, _ := strings.Cut(string(b), "\n")
 	token := strings.TrimSpace(line)
 	if token == "" {
-		return "", fmt.Errorf("--token-file: %s holds no token on its first line", path)
+		return "", fmt.Errorf("%s: %s holds no token on its first line", flag, path)
 	}
 	return token, nil
 }
@@ -233,95 +242,64 @@ type publishJSON struct {
 	Error            string      `json:"error"`
 }
 
-// A tally is an outbox.Transport that counts what the one it wraps
-// answers. The Publisher sends one entry at a time.
-type tally struct {
-	outbox.Transport
-	staged, already, failed int
-	lastErr                 error     // of the last failed send
-	unauthorized            bool      // a send was answered 401
-	conflict                uuid.UUID // the snapshot of the last conflict
-}
-
-func (t *tally) Send(ctx context.Context, en outbox.Entry) (envelope.Receipt, error) {
-	rc, err := t.Transport.Send(ctx, en)
-	switch {
-	case errors.Is(err, sourcecatalog.ErrConflict):
-		t.conflict = en.SnapshotID
-	case err != nil:
-		t.failed++
-		t.lastErr = err
-		t.unauthorized = t.unauthorized || errors.Is(err, httpbinding.ErrUnauthorized)
-	case rc.Status == envelope.AlreadyReceived:
-		t.already++
-	default:
-		t.staged++
-	}
-	return rc, err
-}
-
-// publish runs passes until nothing is pending, a pass fails for good or
-// it gives up, and reports.
+// publish drains the outbox (outbox.Publisher.Drain: passes until nothing
+// is pending, a failure retrying cannot mend, or the give-up deadline),
+// printing a line per pass, and reports.
 func publish(ctx context.Context, e *env, c *command, f *publishFlags, st *stores, client outbox.Transport) int {
-	interrupted := ctx
-	ctx, cancel := context.WithTimeout(ctx, f.giveUp.d)
-	defer cancel()
-	t := &tally{Transport: client}
-	pub := outbox.NewPublisher(st.outbox, f.vessel.id, t, outbox.WithReceiverV2(f.receiverV2.on))
-	rep := publishJSON{VesselID: f.vessel.id, StoppedSnapshots: []uuid.UUID{}}
-	wait := publishBackoff.min
-	for rep.Result == "" {
-		before := *t
-		pass, err := pub.Publish(ctx)
-		if errors.Is(err, outbox.ErrCapabilityOff) {
-			return c.failf(e, "the receiver is not declared v2-capable: nothing sent. Pass --receiver-v2 once the receiver at --url supports protocol v2 (SPEC.md §7.5)")
-		}
-		rep.Passes++
-		rep.Sent += pass.Sent
-		rep.Delivered += pass.Delivered
-		if !f.asJSON.on {
-			fmt.Fprintf(e.stdout, "pass %d: sent %d, delivered %d (%d staged, %d already received), failed %d\n",
-				rep.Passes, pass.Sent, pass.Delivered, t.staged-before.staged, t.already-before.already, t.failed-before.failed)
-		}
-		if pass.Delivered > 0 {
-			wait = publishBackoff.min
-		}
-		retry := false
-		switch {
-		case errors.Is(err, sourcecatalog.ErrConflict):
-			rep.StoppedSnapshots = append(rep.StoppedSnapshots, t.conflict)
-			if !f.asJSON.on {
-				fmt.Fprintf(e.stdout, "  stopped snapshot %s: %v\n", t.conflict, err)
-			}
-		case t.unauthorized:
-			rep.Result, rep.Error = "failed", "the receiver refused the credentials (401): check --cert and --key or --token-file"
-		case ctx.Err() != nil:
-			rep.Result, rep.Error = "gave_up", giveUpReason(interrupted, f.giveUp.d, t.lastErr)
-		case errors.Is(err, sourcecatalog.ErrStoreUnavailable):
-			retry = true
-			t.lastErr = err
-		case err != nil:
-			rep.Result, rep.Error = "failed", err.Error()
-		case pass.Failed > 0:
-			retry = true
-		case pass.Sent == 0:
-			rep.Result = "delivered"
-			if len(rep.StoppedSnapshots) > 0 {
-				rep.Result = "stopped"
-			}
-		}
-		if retry {
-			if !f.asJSON.on {
-				fmt.Fprintf(e.stdout, "  last failure: %v\n  retrying in %v\n", t.lastErr, wait)
-			}
-			if !sleep(ctx, wait) {
-				rep.Result, rep.Error = "gave_up", giveUpReason(interrupted, f.giveUp.d, t.lastErr)
-			}
-			wait = min(2*wait, publishBackoff.max)
-		}
+	pub := outbox.NewPublisher(st.outbox, f.vessel.id, client, outbox.WithReceiverV2(f.receiverV2.on))
+	opts := outbox.DrainOptions{
+		Backoff: outbox.Backoff{Min: publishBackoff.min, Max: publishBackoff.max},
+		Until:   time.Now().Add(f.giveUp.d),
 	}
-	rep.Staged, rep.AlreadyReceived, rep.Failed = t.staged, t.already, t.failed
-	return reportPublish(interrupted, e, c, st, rep, f.asJSON.on)
+	if !f.asJSON.on {
+		opts.OnPass = func(p outbox.DrainPass) { printPass(e, p) }
+	}
+	dr, err := pub.Drain(ctx, opts)
+	if errors.Is(err, outbox.ErrCapabilityOff) {
+		return c.failf(e, "the receiver is not declared v2-capable: nothing sent. Pass --receiver-v2 once the receiver at --url supports protocol v2 (SPEC.md §7.5)")
+	}
+	rep := publishJSON{
+		VesselID: f.vessel.id, Result: string(dr.Outcome), Passes: dr.Passes, Sent: dr.Sent,
+		Delivered: dr.Delivered, Staged: dr.Delivered - dr.AlreadyReceived, AlreadyReceived: dr.AlreadyReceived,
+		Failed: dr.Failed, StoppedSnapshots: append([]uuid.UUID{}, dr.Stopped...),
+	}
+	switch dr.Outcome {
+	case outbox.DrainGaveUp:
+		rep.Error = giveUpReason(ctx, f.giveUp.d, dr.Last)
+	case outbox.DrainFailed:
+		rep.Error = failureReason(err)
+	}
+	return reportPublish(ctx, e, c, st, rep, f.asJSON.on)
+}
+
+// printPass prints a pass's line, and what follows it: the snapshot a
+// conflict stopped, or the last failure and the wait.
+func printPass(e *env, p outbox.DrainPass) {
+	fmt.Fprintf(e.stdout, "pass %d: sent %d, delivered %d (%d staged, %d already received), failed %d\n",
+		p.N, p.Pass.Sent, p.Pass.Delivered, p.Pass.Delivered-p.Pass.AlreadyReceived, p.Pass.AlreadyReceived, p.Pass.Failed)
+	if errors.Is(p.Err, sourcecatalog.ErrConflict) {
+		fmt.Fprintf(e.stdout, "  stopped snapshot %s: %v\n", p.Pass.Failures[len(p.Pass.Failures)-1].SnapshotID, p.Err)
+	}
+	if p.Wait > 0 {
+		fmt.Fprintf(e.stdout, "  last failure: %v\n  retrying in %v\n", p.Last, p.Wait)
+	}
+}
+
+// failureReason says what stopped publishing for good, with what the
+// operator can do for the failures only an operator can mend.
+func failureReason(err error) string {
+	var tf *httpbinding.TLSError
+	switch {
+	case errors.Is(err, httpbinding.ErrUnauthorized):
+		return "the receiver refused the credentials (401): check --cert and --key or --token-file"
+	case errors.As(err, &tf) && tf.Refused:
+		return fmt.Sprintf("%v: check --cert and --key, and the client CAs of the receiver (or its proxy)", tf)
+	case errors.As(err, &tf):
+		return fmt.Sprintf("%v: check --ca, which must hold the CA that signed the receiver's certificate, and the host of --url", tf)
+	case outbox.NeedsOperator(err):
+		return fmt.Sprintf("%v: check --vessel and the vessel's registration and credentials at the receiver", err)
+	}
+	return err.Error()
 }
 
 func reportPublish(ctx context.Context, e *env, c *command, st *stores, rep publishJSON, asJSON bool) int {
@@ -363,16 +341,4 @@ func giveUpReason(interrupted context.Context, after time.Duration, last error) 
 		why += "; last failure: " + last.Error()
 	}
 	return why
-}
-
-// sleep waits d, or until ctx is done; it reports whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

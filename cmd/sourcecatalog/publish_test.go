@@ -6,12 +6,14 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/yachtmemory/sourcecatalog/envelope"
@@ -301,6 +303,50 @@ func TestPublishRefusedCredentials(t *testing.T) {
 	assert.Equal(t, 3, out.Pending)
 	assert.Contains(t, r.stderr, "the receiver refused the credentials (401)")
 	assert.NotContains(t, r.stdout+r.stderr, "not-the-token", "the token is never printed")
+}
+
+// Failures only an operator can mend stop publish at once, with what to
+// check: a forgotten --ca (the receiver's certificate fails verification
+// against the system's roots: never "store unavailable", never retried),
+// and credentials of another vessel (403 foreign_vessel).
+func TestPublishNeedsOperator(t *testing.T) {
+	fastBackoff(t)
+	otherToken := func(t *testing.T, pki *testCA, dir string) ([]string, httpbinding.Authenticator) {
+		const token = "token-of-another-boat"
+		tokens, err := httpbinding.ParseTokens(strings.NewReader(httpbinding.TokenHash(token, uuid.New()) + "\n"))
+		require.NoError(t, err)
+		return []string{"--token-file", writeFile(t, dir, "token", []byte(token+"\n"))}, tokens
+	}
+	for _, tc := range []struct {
+		name   string
+		cred   credentials
+		noCA   bool
+		stderr []string
+	}{
+		{"forgotten --ca", allCredentials[0], true, []string{"the receiver's certificate failed TLS verification: tls: failed to verify certificate: x509: ", "check --ca"}},
+		{"another vessel's token", credentials{"other", otherToken}, false, []string{"foreign vessel", "check --vessel"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := newPublishRig(t, tc.cred)
+			g.commitBoat(t)
+			args := g.args(g.boat, "--receiver-v2", "--give-up-after", "10m", "--json")
+			if tc.noCA {
+				i := slices.Index(args, "--ca")
+				args = slices.Delete(args, i, i+2)
+			}
+			r := cli(t, "", args...)
+			assert.Equal(t, exitInvalid, r.code, r.stderr)
+			out := publishJSONOf(t, r)
+			assert.Equal(t, "failed", out.Result)
+			assert.Equal(t, 1, out.Passes, "not retried")
+			assert.Equal(t, 1, out.Sent, "the pass stops at the first")
+			assert.Equal(t, 3, out.Pending)
+			for _, want := range tc.stderr {
+				assert.Contains(t, r.stderr, want)
+			}
+			assert.NotContains(t, r.stderr, "store unavailable")
+		})
+	}
 }
 
 // A conflict stops the snapshot and publishing goes on; identical bytes

@@ -23,6 +23,8 @@ var publisherCases = []testCase{
 	{"Batches", testBatches},
 	{"ReceiptMismatch", testReceiptMismatch},
 	{"TransportErrorRetried", testTransportError},
+	{"OperatorFailureStopsPass", testOperatorFailure},
+	{"AlreadyReceivedCounted", testAlreadyReceived},
 	{"ConflictStopsSnapshot", testConflict},
 	{"TamperedBytes", testTampered},
 	{"RerunCallbacks", testPublisherRerun},
@@ -198,6 +200,7 @@ func testReceiptMismatch(t *testing.T, newStore NewStore) {
 			}}
 			pass, err := e.publisher(e.store, rec).Publish(e.ctx)
 			require.ErrorIs(t, err, outbox.ErrReceiptMismatch)
+			requireFailures(t, &pass, failed{a[1], sourcecatalog.ErrIntegrity, outbox.ErrReceiptMismatch})
 			require.Equal(t, 2, pass.Sent)
 			require.Equal(t, 1, pass.Delivered)
 			require.Len(t, rec.entries(), 2, "the pass stops at the mismatch")
@@ -226,10 +229,12 @@ func testTransportError(t *testing.T, newStore NewStore) {
 	p := e.publisher(e.store, rec)
 	all := entriesOf(a, b)
 	pass := e.publish(p)
+	requireFailures(t, &pass, failed{a[2], sourcecatalog.ErrStoreUnavailable, down})
 	require.Equal(t, outbox.Pass{Sent: len(all), Delivered: len(all) - 1, Failed: 1, Remaining: 1}, pass)
 	require.Equal(t, []outbox.Entry{a[2]}, e.pending(), "the failed entry stays pending")
 
 	pass = e.publish(p)
+	requireFailures(t, &pass, failed{a[2], sourcecatalog.ErrStoreUnavailable, down})
 	require.Equal(t, outbox.Pass{Sent: 1, Failed: 1, Remaining: 1}, pass, "retried on the next pass")
 	rec.setAnswer(nil)
 	require.Equal(t, outbox.Pass{Sent: 1, Delivered: 1}, e.publish(p))
@@ -259,6 +264,7 @@ func testConflict(t *testing.T, newStore NewStore) {
 			p := e.publisher(e.store, rec)
 			pass, err := p.Publish(e.ctx)
 			require.ErrorIs(t, err, sourcecatalog.ErrConflict, "the conflict is surfaced")
+			requireFailures(t, &pass, failed{a[at], sourcecatalog.ErrConflict, sourcecatalog.ErrConflict})
 			require.Equal(t, at+1, pass.Sent)
 			require.Equal(t, at, pass.Delivered)
 			require.Equal(t, a[:at+1], rec.entries())
@@ -321,6 +327,7 @@ func testTampered(t *testing.T, newStore NewStore) {
 			p := raw.publisher(fs, rec)
 			pass, err := p.Publish(raw.ctx)
 			require.ErrorIs(t, err, sourcecatalog.ErrHashMismatch)
+			requireFailures(t, &pass, failed{a[tc.index], sourcecatalog.ErrHashMismatch, sourcecatalog.ErrHashMismatch})
 			require.Equal(t, tc.index, pass.Delivered, "the entries before the tampered one")
 			require.Equal(t, a[:tc.index], rec.entries(), "nothing is sent from the tampered entry on")
 			pass, err = p.Publish(raw.ctx)
@@ -355,4 +362,84 @@ func testPublisherRerun(t *testing.T, newStore NewStore) {
 	require.Equal(t, entriesOf(a[:3], b), rec.entries(), "each entry sent once")
 	raw.requireStates(a[0].SnapshotID, append(states(2, outbox.Delivered), states(len(a)-2, outbox.Stopped)...)...)
 	raw.requireStates(b[0].SnapshotID, states(len(b), outbox.Delivered)...)
+}
+
+// failed is a Failure a pass must report: the entry, the class and an
+// error its cause must wrap.
+type failed struct {
+	entry outbox.Entry
+	class error
+	cause error
+}
+
+// requireFailures requires pass.Failures to be want, in order, then
+// clears them so that the rest of the Pass compares with ==.
+func requireFailures(t *testing.T, pass *outbox.Pass, want ...failed) {
+	t.Helper()
+	require.Len(t, pass.Failures, len(want), "%+v", pass.Failures)
+	for i, w := range want {
+		f := pass.Failures[i]
+		require.Equal(t, []any{w.entry.SnapshotID, w.entry.Revision, w.entry.EntityType, w.entry.EntityKey, w.entry.ChunkIndex},
+			[]any{f.SnapshotID, f.Revision, f.EntityType, f.EntityKey, f.ChunkIndex}, "failure %d names its entry", i)
+		require.Equal(t, w.class, f.Class, "failure %d's class: %v", i, f.Err)
+		require.ErrorIs(t, f.Err, w.cause, "failure %d's cause", i)
+		require.Equal(t, w.class, sourcecatalog.Class(f.Err), "failure %d's error wraps its class: %v", i, f.Err)
+	}
+	pass.Failures = nil
+}
+
+// testOperatorFailure: a send that only an operator can mend — refused
+// credentials, a TLS verification failure, a refusal of the vessel — stops
+// the pass at once; Publish says so, and the entry stays pending.
+func testOperatorFailure(t *testing.T, newStore NewStore) {
+	for _, tc := range []struct {
+		name  string
+		err   error
+		class error
+	}{
+		{"Credentials", sourcecatalog.Wrap(sourcecatalog.ErrStoreUnavailable, fmt.Errorf("401: %w", outbox.ErrNeedsOperator)), sourcecatalog.ErrStoreUnavailable},
+		{"TLS", sourcecatalog.Wrap(sourcecatalog.ErrInvalidValue, fmt.Errorf("x509: %w", outbox.ErrNeedsOperator)), sourcecatalog.ErrInvalidValue},
+		{"ForeignVessel", sourcecatalog.Errorf(sourcecatalog.ErrForeignVessel, "403"), sourcecatalog.ErrForeignVessel},
+		{"UnregisteredVessel", sourcecatalog.Errorf(sourcecatalog.ErrUnregisteredVessel, "403"), sourcecatalog.ErrUnregisteredVessel},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, newStore)
+			a := e.commit(e.cycle(inv("a", 130))).Entries
+			b := e.commit(e.cycle(inv("b", 2))).Entries
+			all := entriesOf(a, b)
+			rec := &recorder{answer: func(n int, en outbox.Entry) (envelope.Receipt, error) {
+				if n == 1 {
+					return envelope.Receipt{}, tc.err
+				}
+				return receiptOf(en), nil
+			}}
+			pass, err := e.publisher(e.store, rec).Publish(e.ctx)
+			require.Error(t, err, "an operator-facing failure is an error of Publish")
+			require.True(t, outbox.NeedsOperator(err), "%v", err)
+			require.ErrorIs(t, err, tc.err)
+			require.Equal(t, tc.class, sourcecatalog.Class(err), "%v", err)
+			requireFailures(t, &pass, failed{a[1], tc.class, tc.err})
+			require.Equal(t, outbox.Pass{Sent: 2, Delivered: 1, Failed: 1, Remaining: len(all) - 1}, pass)
+			require.Equal(t, a[:2], rec.entries(), "nothing is sent after it")
+			require.Equal(t, all[1:], e.pending())
+		})
+	}
+	require.False(t, outbox.NeedsOperator(sourcecatalog.Errorf(sourcecatalog.ErrStoreUnavailable, "503")), "a transient failure needs no operator")
+	require.False(t, outbox.NeedsOperator(nil))
+}
+
+// testAlreadyReceived: a receipt that says already_received delivers its
+// entry and is counted apart.
+func testAlreadyReceived(t *testing.T, newStore NewStore) {
+	e := newEnv(t, newStore)
+	a := e.commit(e.cycle(inv("a", 130))).Entries
+	rec := &recorder{answer: func(n int, en outbox.Entry) (envelope.Receipt, error) {
+		r := receiptOf(en)
+		if n != 1 {
+			r.Status = envelope.AlreadyReceived
+		}
+		return r, nil
+	}}
+	require.Equal(t, outbox.Pass{Sent: len(a), Delivered: len(a), AlreadyReceived: len(a) - 1}, e.publish(e.publisher(e.store, rec)))
+	require.Empty(t, e.pending())
 }

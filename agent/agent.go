@@ -1,0 +1,296 @@
+// Package agent is the on-board controller's loop: every interval it
+// discovers which Signal K paths and sources the vessel selects, commits
+// the cycle to the outbox (SPEC.md §7.4) and publishes the pending entries
+// to the receiver (SPEC.md §7.5), logging what each cycle found and what
+// was delivered.
+//
+// The loop runs one step at a time on one goroutine:
+//
+//   - Discover, at start and then every Config.Interval from the previous
+//     scan's start. A scan that fails — sourcecatalog.ErrIncompleteScan
+//     or any other error — commits nothing; it is tried again after the
+//     error's RetryAfter() when it has one (a Signal K server that has not
+//     settled since it started says when a scan may succeed), at the next
+//     interval otherwise.
+//   - Commit the scan as a new outbox.Cycle. A commit the store could not
+//     serve (sourcecatalog.ErrStoreUnavailable) is tried again with the
+//     same cycle — the same snapshot id — after a backoff, until it lands;
+//     no scan runs meanwhile. A commit refused for its records (a limit,
+//     an integrity rule) is dropped: the next scan starts a new cycle.
+//   - Publish (outbox.Publisher.Drain) while entries are pending, between
+//     the other steps, with a backoff between failed passes, and never
+//     past the time the next scan or commit retry is due: a send in flight
+//     then is cut and the entry stays pending. A failure only an operator
+//     can mend (outbox.NeedsOperator: credentials or the vessel refused,
+//     TLS verification failed) is logged as an error and not retried until
+//     the next cycle commits; so is the capability gate, closed unless
+//     Config.Publisher declares the receiver v2-capable
+//     (outbox.WithReceiverV2).
+//
+// Cancelling Run's context stops the loop after the current step: a scan
+// or a publishing pass in progress is cut (a cut scan commits nothing; a
+// cut send stays pending), a commit in progress completes.
+//
+// The Store is used as given; a store that heals itself after a fault
+// (closing and reopening a poisoned handle) can be passed in its place,
+// since the loop only retries what the store reports as unavailable.
+package agent
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/yachtmemory/sourcecatalog"
+	"github.com/yachtmemory/sourcecatalog/catalog"
+	"github.com/yachtmemory/sourcecatalog/envelope"
+	"github.com/yachtmemory/sourcecatalog/outbox"
+)
+
+// DefaultInterval is the time between two scans' starts.
+const DefaultInterval = 15 * time.Minute
+
+// commitTimeout bounds a commit that runs on after Run's context ended.
+const commitTimeout = time.Minute
+
+// A Discoverer reads one discovery cycle: the records of what the vessel
+// currently selects, or an error — sourcecatalog.ErrIncompleteScan when
+// the scan cannot be trusted — and no records. An error may also have a
+// method RetryAfter() time.Duration saying when a scan may succeed.
+// signalk.Client is one.
+type Discoverer interface {
+	Discover(ctx context.Context) ([]*catalog.Record, error)
+}
+
+// Config configures an Agent. Vessel, Discoverer, Store and Transport are
+// required.
+type Config struct {
+	Vessel     uuid.UUID
+	Discoverer Discoverer
+	Store      outbox.Store     // the outbox; a self-healing wrapper may stand in
+	Transport  outbox.Transport // to the receiver, such as an httpbinding.Client
+	// Publisher are the Publisher's options. The capability gate is
+	// closed unless they hold outbox.WithReceiverV2(true): cycles are
+	// then committed but nothing is sent.
+	Publisher []outbox.PublisherOption
+	// Interval is the time between two scans' starts (default
+	// DefaultInterval).
+	Interval time.Duration
+	// Backoff is the wait after a failed publishing pass or commit
+	// (default outbox.DefaultBackoff).
+	Backoff outbox.Backoff
+	Logger  *slog.Logger // default slog.Default()
+	Clock   outbox.Clock // default outbox.SystemClock
+}
+
+// An Agent runs the on-board loop of one vessel. Run it once.
+type Agent struct {
+	cfg       Config
+	writer    *outbox.Writer
+	publisher *outbox.Publisher
+	log       *slog.Logger
+}
+
+// New returns an Agent for cfg, or an error wrapping
+// sourcecatalog.ErrInvalidValue when a required member is missing or
+// Interval is negative.
+func New(cfg Config) (*Agent, error) {
+	switch {
+	case cfg.Vessel == uuid.Nil:
+		return nil, invalid("the vessel id is required")
+	case cfg.Discoverer == nil:
+		return nil, invalid("a Discoverer is required")
+	case cfg.Store == nil:
+		return nil, invalid("an outbox Store is required")
+	case cfg.Transport == nil:
+		return nil, invalid("a Transport is required")
+	case cfg.Interval < 0:
+		return nil, invalid("the interval is negative")
+	}
+	if cfg.Interval == 0 {
+		cfg.Interval = DefaultInterval
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = outbox.SystemClock{}
+	}
+	return &Agent{
+		cfg:       cfg,
+		writer:    outbox.NewWriter(cfg.Store),
+		publisher: outbox.NewPublisher(cfg.Store, cfg.Vessel, cfg.Transport, cfg.Publisher...),
+		log:       cfg.Logger.With("vessel_id", cfg.Vessel.String()),
+	}, nil
+}
+
+func invalid(detail string) error {
+	return sourcecatalog.Errorf(sourcecatalog.ErrInvalidValue, "agent: "+detail)
+}
+
+// state is what the loop knows between steps.
+type state struct {
+	nextScan   time.Time     // when the next scan is due
+	cycle      *outbox.Cycle // scanned, not yet committed
+	commitAt   time.Time     // when to try committing cycle
+	commitWait time.Duration // the last wait before a commit retry
+	publish    bool          // entries may be pending and sending may help
+	lastHash   string        // the last committed cycle's document hash, or ""
+}
+
+// Run runs the loop until ctx is done, then returns nil after the current
+// step (see the package doc). It reports every outcome in the log and
+// returns no error of its own.
+func (a *Agent) Run(ctx context.Context) error {
+	clock := a.cfg.Clock
+	s := &state{nextScan: clock.Now(), publish: true}
+	a.log.Info("agent started", "interval", a.cfg.Interval.String())
+	for ctx.Err() == nil {
+		now := clock.Now()
+		switch {
+		case s.cycle != nil && !now.Before(s.commitAt):
+			a.commit(ctx, s)
+		case s.cycle == nil && !now.Before(s.nextScan):
+			a.scan(ctx, s)
+		case s.publish:
+			a.drain(ctx, s)
+		default:
+			clock.Sleep(ctx, s.due().Sub(now))
+		}
+	}
+	a.log.Info("agent stopped")
+	return nil
+}
+
+// due is when the next scan or commit retry is.
+func (s *state) due() time.Time {
+	if s.cycle != nil {
+		return s.commitAt
+	}
+	return s.nextScan
+}
+
+// scan runs one discovery and keeps its cycle for the commit.
+func (a *Agent) scan(ctx context.Context, s *state) {
+	started := a.cfg.Clock.Now()
+	s.nextScan = started.Add(a.cfg.Interval)
+	records, err := a.cfg.Discoverer.Discover(ctx)
+	if ctx.Err() != nil {
+		a.log.Info("scan cut by the stop: nothing committed")
+		return
+	}
+	if err != nil {
+		level, msg := slog.LevelError, "scan failed: nothing committed"
+		if errors.Is(err, sourcecatalog.ErrIncompleteScan) {
+			level, msg = slog.LevelWarn, "scan incomplete: nothing committed"
+		}
+		var ra interface{ RetryAfter() time.Duration }
+		if errors.As(err, &ra) {
+			// Expected after every (re)start of the server or the agent.
+			s.nextScan = a.cfg.Clock.Now().Add(max(ra.RetryAfter(), a.cfg.Backoff.Next(0)))
+			level = slog.LevelInfo
+		}
+		a.log.Log(ctx, level, msg, "error", err.Error(), "retry_in", s.nextScan.Sub(a.cfg.Clock.Now()).String())
+		return
+	}
+	c := outbox.NewCycle(a.cfg.Vessel, started, records)
+	s.cycle, s.commitAt, s.commitWait = &c, a.cfg.Clock.Now(), 0
+}
+
+// commit commits the scanned cycle, or schedules its retry.
+func (a *Agent) commit(ctx context.Context, s *state) {
+	c := s.cycle
+	// A commit in progress completes when ctx ends: the loop stops after it.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
+	defer cancel()
+	com, err := a.writer.Commit(cctx, *c)
+	switch {
+	case errors.Is(err, sourcecatalog.ErrStoreUnavailable):
+		s.commitWait = a.cfg.Backoff.Next(s.commitWait)
+		s.commitAt = a.cfg.Clock.Now().Add(s.commitWait)
+		a.log.Warn("commit failed: retrying the same cycle", "snapshot_id", c.SnapshotID.String(),
+			"error", err.Error(), "retry_in", s.commitWait.String())
+		return
+	case err != nil:
+		s.cycle = nil
+		a.log.Error("commit refused: cycle dropped, the next scan starts a new one", "snapshot_id", c.SnapshotID.String(),
+			"error", err.Error(), "class", sourcecatalog.WireName(sourcecatalog.Class(err)))
+		return
+	}
+	s.cycle, s.publish = nil, true
+	attrs := []any{"snapshot_id", c.SnapshotID.String(), "revision", com.Revision, "entries", len(com.Entries)}
+	attrs = append(attrs, counts(c.Records)...)
+	m, merr := envelope.DecodeManifest(com.Entries[0].Payload)
+	if merr != nil { // the Writer checked these bytes; never expected
+		a.log.Error("committed manifest does not decode", "snapshot_id", c.SnapshotID.String(), "error", merr.Error())
+		s.lastHash = ""
+		return
+	}
+	hash := m.DocumentSHA256.String()
+	attrs = append(attrs, "document_sha256", hash, "changed", hash != s.lastHash)
+	if s.lastHash != "" {
+		attrs = append(attrs, "previous_document_sha256", s.lastHash)
+	}
+	if com.Retried {
+		attrs = append(attrs, "retried", true)
+	}
+	s.lastHash = hash
+	a.log.Info("cycle committed", attrs...)
+}
+
+// counts returns the log attributes counting records by kind.
+func counts(records []*catalog.Record) []any {
+	var paths, sources, observations int
+	for _, r := range records {
+		switch r.Kind() {
+		case catalog.KindPath:
+			paths++
+		case catalog.KindSource:
+			sources++
+		case catalog.KindObservation:
+			observations++
+		}
+	}
+	return []any{"paths", paths, "sources", sources, "observations", observations}
+}
+
+// drain publishes until nothing is pending or the next step is due.
+func (a *Agent) drain(ctx context.Context, s *state) {
+	rep, err := a.publisher.Drain(ctx, outbox.DrainOptions{Backoff: a.cfg.Backoff, Until: s.due(), Clock: a.cfg.Clock})
+	attrs := []any{"outcome", string(rep.Outcome), "passes", rep.Passes, "sent", rep.Sent, "delivered", rep.Delivered,
+		"already_received", rep.AlreadyReceived, "failed", rep.Failed}
+	if len(rep.Stopped) > 0 {
+		stopped := make([]string, len(rep.Stopped))
+		for i, id := range rep.Stopped {
+			stopped[i] = id.String()
+		}
+		attrs = append(attrs, "stopped_snapshots", stopped)
+	}
+	if rep.Last != nil {
+		attrs = append(attrs, "last_failure", rep.Last.Error())
+	}
+	switch {
+	case errors.Is(err, outbox.ErrCapabilityOff):
+		s.publish = false
+		a.log.Warn("nothing sent: the receiver is not declared v2-capable (SPEC.md §7.5); entries stay pending")
+	case rep.Outcome == outbox.DrainFailed:
+		s.publish = false
+		msg := "publishing failed: retried after the next commit"
+		if outbox.NeedsOperator(err) {
+			msg = "publishing stopped: an operator must act; retried after the next commit"
+		}
+		a.log.Error(msg, append(attrs, "error", err.Error(), "class", sourcecatalog.WireName(sourcecatalog.Class(err)))...)
+	case rep.Outcome == outbox.DrainGaveUp:
+		// The next step is due, or Run is stopping: entries stay pending.
+		if rep.Sent > 0 {
+			a.log.Warn("published in part: entries pending", attrs...)
+		}
+	default:
+		s.publish = false
+		if rep.Sent > 0 || len(rep.Stopped) > 0 {
+			a.log.Info("published", attrs...)
+		}
+	}
+}

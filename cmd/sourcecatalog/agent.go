@@ -1,0 +1,136 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"log/slog"
+	"os/signal"
+	"syscall"
+
+	"github.com/yachtmemory/sourcecatalog/agent"
+	"github.com/yachtmemory/sourcecatalog/outbox"
+)
+
+var agentCommand = &command{
+	name: "agent",
+	synopsis: "--signalk URL [--signalk-token-file FILE] [--signalk-ca FILE] [--selection S] [--settle D] " +
+		"--store sqlite:FILE|mysql:DSN --vessel UUID --url URL [--ca FILE] [--cert FILE --key FILE | --token-file FILE] " +
+		"[--receiver-v2] [--timeout D] [--interval D] [--log-format text|json]",
+	summary: "run the on-board loop: discover, commit, publish, every interval",
+	help: `Agent is the on-board controller as one long-running process (package
+agent): at start and then every --interval it reads a discovery cycle from
+the Signal K server (as discover does), commits it to the outbox (as commit
+does) and publishes the pending entries to the receiver (as publish does).
+
+- A scan is trusted once the server has run for --settle as the agent has
+  seen it: the first scan after the agent or the server starts is told so,
+  and the agent scans again when the settle time has passed. A scan that
+  fails otherwise commits nothing and is tried again at the next interval.
+- A commit the store cannot serve is tried again, with the same snapshot
+  id, after 1 s, doubling up to 30 s, until it lands; no scan runs
+  meanwhile. A commit refused for its records is dropped.
+- Publishing runs between the other steps while entries are pending, with
+  publish's backoff, and never holds up the next scan. A receiver that
+  refuses the credentials (401) or the vessel (403), or TLS verification
+  that fails, is logged as an error and tried again after the next commit.
+  Without --receiver-v2 nothing is sent (SPEC.md §7.5): cycles are
+  committed and wait in the outbox, and each says so in the log.
+
+SIGINT or SIGTERM stops the agent after the current step: a scan or a
+request in flight is cut (nothing committed, the entry stays pending), a
+commit in progress completes.
+
+Flags (each at most once), as for discover and publish:
+  --signalk URL              the Signal K server, http or https
+  --signalk-token-file FILE  a bearer token for the Signal K server (its
+                             first line), sent to that server only
+  --signalk-ca FILE          the CAs of an https Signal K server
+  --selection S              lowest-ref (default) or server: the source of
+                             a path several live sources feed (see discover)
+  --settle D                 the settle time (default 2m)
+  --store STORE              the outbox: sqlite:FILE or mysql:DSN (memory is
+                             refused)
+  --vessel UUID              the vessel
+  --url URL                  the receiver's https URL
+  --ca FILE                  the CAs of the receiver's certificate (default:
+                             the system's roots)
+  --cert FILE                the vessel's client certificate, with --key
+  --key FILE                 its private key
+  --token-file FILE          the vessel's bearer token, instead of --cert
+  --receiver-v2              declare the receiver v2-capable: the
+                             capability gate
+  --timeout D                bounds one request to the receiver (default 2m)
+  --interval D               the time between two scans' starts (default 15m)
+  --log-format F             text (default) or json: slog records on
+                             standard error
+
+Log: a record per step, with the vessel_id. "cycle committed" gives the
+snapshot_id, revision, entries, the paths, sources and observations found,
+the document_sha256, and changed: whether the document differs from the
+previous cycle's (true for the agent's first; previous_document_sha256
+names the other). "published" and "published in part" give the outcome,
+passes, sent, delivered, already_received and failed entries, and the last
+failure; a scan waiting for the server to settle is INFO, other failures
+WARN, those an operator must mend ERROR.
+
+Exit status: 0 after SIGINT or SIGTERM; 1 when a file of the flags cannot
+be read or the store cannot be opened; 2 usage error.
+`,
+	run: runAgent,
+}
+
+func runAgent(e *env, c *command, args []string) int {
+	pf, sf := newPublishFlags(), newSignalkFlags()
+	interval := durationFlag{d: agent.DefaultInterval}
+	logFormat := stringFlag{s: "text"}
+	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
+	pf.register(fs)
+	sf.register(fs)
+	fs.Var(&interval, "interval", "")
+	fs.Var(&logFormat, "log-format", "")
+	operands, status, ok := c.parse(e, fs, args)
+	if !ok {
+		return status
+	}
+	if msg := sf.check(); msg != "" {
+		return c.usageError(e, "%s", msg)
+	}
+	if msg := pf.check(c.name, operands); msg != "" {
+		return c.usageError(e, "%s", msg)
+	}
+	var handler slog.Handler
+	switch logFormat.s {
+	case "text":
+		handler = slog.NewTextHandler(e.stderr, nil)
+	case "json":
+		handler = slog.NewJSONHandler(e.stderr, nil)
+	default:
+		return c.usageError(e, "--log-format must be text or json")
+	}
+	discoverer, err := sf.client()
+	if err != nil {
+		return c.failf(e, "%v", err)
+	}
+	client, err := pf.client()
+	if err != nil {
+		return c.failf(e, "%v", err)
+	}
+	defer client.CloseIdleConnections()
+	return withStores(e, c, &pf.store, storeOptions{outbox: true}, func(ctx context.Context, st *stores) int {
+		ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM)
+		defer stop()
+		a, err := agent.New(agent.Config{
+			Vessel: pf.vessel.id, Discoverer: discoverer, Store: st.outbox, Transport: client,
+			Publisher: []outbox.PublisherOption{outbox.WithReceiverV2(pf.receiverV2.on)},
+			Interval:  interval.d,
+			Logger:    slog.New(handler),
+		})
+		if err != nil {
+			return c.failf(e, "%v", err)
+		}
+		if err := a.Run(ctx); err != nil {
+			return c.failf(e, "%v", err)
+		}
+		return exitOK
+	})
+}

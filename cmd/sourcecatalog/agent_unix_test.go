@@ -1,0 +1,78 @@
+//go:build unix
+
+package main
+
+import (
+	"bytes"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/yachtmemory/sourcecatalog/examples"
+)
+
+// A lockedBuffer is a bytes.Buffer for a writer on another goroutine.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+func (l *lockedBuffer) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
+
+// agent discovers, commits and publishes, and SIGTERM stops it with exit
+// status 0: the receiver activated the cycle, the log says what it found.
+func TestAgent(t *testing.T) {
+	sk := startSignalK(t)
+	g := newPublishRig(t, allCredentials[1])
+	args := append([]string{"agent", "--signalk", sk.URL, "--settle", "0", "--interval", "1h", "--log-format", "json",
+		"--store", "sqlite:" + g.boat, "--vessel", vesselFlag, "--url", g.rcv.url, "--ca", g.ca.caFile, "--receiver-v2"}, g.flags...)
+	var stdout, stderr lockedBuffer
+	done := make(chan int, 1)
+	go func() { done <- run(args, strings.NewReader(""), &stdout, &stderr) }()
+	// Wait until the cycle is delivered: 2 entries (one chunk).
+	watchdog := time.Now().Add(time.Minute)
+	for !strings.Contains(stderr.String(), `"msg":"published"`) {
+		select {
+		case code := <-done:
+			t.Fatalf("agent exited %d early:\n%s", code, stderr.String())
+		default:
+		}
+		require.True(t, time.Now().Before(watchdog), "no delivery within the watchdog; log:\n%s", stderr.String())
+		time.Sleep(20 * time.Millisecond)
+	}
+	require.NoError(t, syscall.Kill(os.Getpid(), syscall.SIGTERM))
+	select {
+	case code := <-done:
+		require.Equal(t, exitOK, code, stderr.String())
+	case <-time.After(time.Minute): // a watchdog, not a timing assertion
+		t.Fatalf("SIGTERM did not stop the agent; log:\n%s", stderr.String())
+	}
+	assert.Empty(t, stdout.String())
+	log := stderr.String()
+	for _, want := range []string{
+		`"msg":"agent started"`, `"vessel_id":"` + vesselFlag + `"`,
+		`"msg":"cycle committed"`, `"revision":1,"entries":2,"paths":2,"sources":2,"observations":2,"document_sha256":"`, `"changed":true`,
+		`"msg":"published"`, `"outcome":"delivered"`, `"delivered":2`,
+		`"msg":"agent stopped"`,
+	} {
+		assert.Contains(t, log, want)
+	}
+	pending, last := outboxPending(t, g.boat, examples.VesselID)
+	assert.Zero(t, pending)
+	assert.Equal(t, int64(1), last)
+	g.rcv.stop()
+	st := statusOf(t, "--store", "sqlite:"+g.rcv.path, "--vessel", vesselFlag)
+	require.Len(t, st.Vessels, 1)
+	require.NotNil(t, st.Vessels[0].Active)
+	assert.Equal(t, int64(1), st.Vessels[0].Active.Revision)
+}
