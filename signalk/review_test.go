@@ -182,3 +182,19 @@ func writeStatus(w *bufio.ReadWriter, status string) {
 	w.WriteString(status + "\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
 	w.Flush()
 }
+
+// TestReviewEmptyNameAtTheTop: a member of the vessel named "" is a path
+// segment like any other, so a path under it begins with an empty segment
+// and breaks §4.1's rule; it is neither renamed to the path without it nor
+// mapped twice beside a sibling of that name.
+func TestReviewEmptyNameAtTheTop(t *testing.T) {
+	for _, self := range []string{
+		`{"":{"p":` + leaf("1", "n2k.160", "") + `}}`,
+		`{"":{"p":` + leaf("1", "n2k.160", "") + `},"p":` + leaf("2", "n2k.115", "") + `}`,
+	} {
+		rs, err := Map([]byte(model(self, twoBuses)), SelectLowestRef)
+		require.Nil(t, rs, "%s", canonicalRecords(rs))
+		require.ErrorIs(t, err, sourcecatalog.ErrInvalidValue)
+		require.Equal(t, sourcecatalog.ErrInvalidValue, sourcecatalog.Class(err))
+	}
+}
