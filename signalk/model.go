@@ -115,7 +115,7 @@ func mapVessel(root, vessel *canonical.Value, sel Selection) ([]*catalog.Record,
 		}
 		m.sources = s
 	}
-	if err := m.walk(vessel, ""); err != nil {
+	if err := m.walk(vessel, true); err != nil {
 		return nil, err
 	}
 	refs := make([]string, 0, len(m.selected))
@@ -167,31 +167,38 @@ type mapper struct {
 	sources  *canonical.Value // the sources tree, or nil when the model has none
 	records  []*catalog.Record
 	selected map[string]bool // source refs named by an observation
+	path     []byte          // the path of the object walk is in
 }
 
-// walk maps every value object under node, whose Signal K path is prefix.
-// Members that are not objects are static properties without a source
-// (uuid, name, mmsi, …) and are not paths.
-func (m *mapper) walk(node *canonical.Value, prefix string) error {
-	for _, mem := range node.Members() {
+// walk maps every value object under node, whose Signal K path is
+// m.path, or under the vessel itself when top. Members that are not objects are static properties without a
+// source (uuid, name, mmsi, …) and are not paths. The walk extends m.path
+// and cuts it back, so that a member costs the length of its own name, not
+// of its path: a path becomes a string only for a leaf with a live source.
+func (m *mapper) walk(node *canonical.Value, top bool) error {
+	n := len(m.path)
+	defer func() { m.path = m.path[:n] }()
+	for i := range node.Members() {
+		mem := &node.Members()[i]
 		v := &mem.Value
 		if v.Kind() != canonical.KindObject {
 			continue
 		}
-		path := mem.Name
-		if prefix != "" {
-			path = prefix + "." + mem.Name
+		m.path = m.path[:n]
+		if !top {
+			m.path = append(m.path, '.')
 		}
+		m.path = append(m.path, mem.Name...)
 		if strings.Contains(mem.Name, ".") {
-			return scanErr(ReasonModel, truncate(path), "a member name contains a dot, so its path is ambiguous", nil)
+			return scanErr(ReasonModel, truncateBytes(m.path), "a member name contains a dot, so its path is ambiguous", nil)
 		}
 		if member(v, "value") != nil {
-			if err := m.leaf(v, path); err != nil {
+			if err := m.leaf(v, m.path); err != nil {
 				return err
 			}
 			continue
 		}
-		if err := m.walk(v, path); err != nil {
+		if err := m.walk(v, false); err != nil {
 			return err
 		}
 	}
@@ -206,8 +213,8 @@ type candidate struct {
 
 // leaf maps the value object node at path to a path record and an
 // observation, or to nothing when no source of it is live.
-func (m *mapper) leaf(node *canonical.Value, path string) error {
-	where := truncate(path)
+func (m *mapper) leaf(node *canonical.Value, pathBytes []byte) error {
+	where := truncateBytes(pathBytes)
 	src := member(node, "$source")
 	if src == nil || src.Kind() != canonical.KindString || src.Str() == "" {
 		return scanErr(ReasonModel, where, "the value has no $source", nil)
@@ -234,6 +241,7 @@ func (m *mapper) leaf(node *canonical.Value, path string) error {
 	if !ok {
 		return nil
 	}
+	path := string(pathBytes)
 	vt := valueType(chosen.value)
 	p := catalog.Path{Path: path}
 	meta := member(node, "meta")
@@ -534,6 +542,13 @@ func truncate(s string) string {
 		cut--
 	}
 	return s[:cut] + "…"
+}
+
+// truncateBytes is truncate of string(b), at the cost of its bound rather
+// than of b.
+func truncateBytes(b []byte) string {
+	const max = 200
+	return truncate(string(b[:min(len(b), max+1)]))
 }
 
 func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
