@@ -198,3 +198,18 @@ func TestReviewEmptyNameAtTheTop(t *testing.T) {
 		require.Equal(t, sourcecatalog.ErrInvalidValue, sourcecatalog.Class(err))
 	}
 }
+
+// TestReviewRefWithEmptyKey: a ref ending in a dot names the device of
+// that bus keyed "" or whose n2k.canName is "" (SPEC.md §12.5); a device
+// without a CAN name is not one, so such a ref matches nothing.
+func TestReviewRefWithEmptyKey(t *testing.T) {
+	m := model(`{"p":`+leaf("1", "n2k.", "")+`}`, `{"n2k":{"label":"n2k","160":{"n2k":{"src":"160"}}}}`)
+	rs, err := Map([]byte(m), SelectLowestRef)
+	require.Nil(t, rs, "%s", canonicalRecords(rs))
+	requireScanError(t, err, ReasonSource)
+
+	m = model(`{"p":`+leaf("1", "n2k.", "")+`}`, `{"n2k":{"label":"n2k","160":{"n2k":{"src":"160","canName":""}}}}`)
+	rs, err = Map([]byte(m), SelectLowestRef)
+	require.NoError(t, err)
+	require.Contains(t, canonicalRecords(rs), `"source_ref":"n2k."`)
+}
