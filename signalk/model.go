@@ -168,6 +168,9 @@ type mapper struct {
 	records  []*catalog.Record
 	selected map[string]bool // source refs named by an observation
 	path     []byte          // the path of the object walk is in
+
+	providers map[string]*canonical.Value // the sources tree's objects, by name, once resolve needs them
+	buses     map[*canonical.Value]*busIndex
 }
 
 // walk maps every value object under node, whose Signal K path is
@@ -363,30 +366,42 @@ func (m *mapper) source(ref string) (*catalog.Record, error) {
 // itself, or a device entry of the bus named by a prefix of ref, keyed by
 // the rest — its address or talker — or carrying the rest as its NMEA 2000
 // CAN name. Labels may contain dots, so every split is tried; a ref that
-// matches no entry, or more than one, cannot be resolved.
+// matches no entry, or more than one, cannot be resolved. Each split is a
+// lookup in an index built once, so resolving every ref costs time linear
+// in the sources tree and the refs, not their product.
 func (m *mapper) resolve(ref string) (bus, device *canonical.Value, err error) {
 	where := "source " + truncate(ref)
 	if m.sources == nil {
 		return nil, nil, scanErr(ReasonSource, where, "the model has no sources tree", nil)
 	}
+	if m.providers == nil {
+		m.providers = objectsByName(m.sources)
+		m.buses = map[*canonical.Value]*busIndex{}
+	}
 	matches := 0
-	if b := member(m.sources, ref); b != nil && b.Kind() == canonical.KindObject {
+	if b := m.providers[ref]; b != nil {
 		bus, matches = b, 1
 	}
 	for i := strings.IndexByte(ref, '.'); i >= 0; i = nextDot(ref, i) {
-		b := member(m.sources, ref[:i])
-		if b == nil || b.Kind() != canonical.KindObject {
+		b := m.providers[ref[:i]]
+		if b == nil {
 			continue
 		}
+		x := m.buses[b]
+		if x == nil {
+			x = newBusIndex(b)
+			m.buses[b] = x
+		}
 		key := ref[i+1:]
-		for _, d := range b.Members() {
-			if d.Value.Kind() != canonical.KindObject {
-				continue
-			}
-			if d.Name == key || canName(&d.Value) == key {
-				bus, device = b, &d.Value
+		if d := x.byName[key]; d != nil {
+			if c, ok := canName(d); !ok || c != key { // else it is among byCAN[key]
+				bus, device = b, d
 				matches++
 			}
+		}
+		for _, d := range x.byCAN[key] {
+			bus, device = b, d
+			matches++
 		}
 	}
 	switch {
@@ -398,6 +413,34 @@ func (m *mapper) resolve(ref string) (bus, device *canonical.Value, err error) {
 	return bus, device, nil
 }
 
+// A busIndex finds the device entries of a bus by name and by CAN name.
+type busIndex struct {
+	byName map[string]*canonical.Value
+	byCAN  map[string][]*canonical.Value
+}
+
+func newBusIndex(bus *canonical.Value) *busIndex {
+	x := &busIndex{byName: objectsByName(bus), byCAN: map[string][]*canonical.Value{}}
+	for _, d := range x.byName {
+		if c, ok := canName(d); ok {
+			x.byCAN[c] = append(x.byCAN[c], d)
+		}
+	}
+	return x
+}
+
+// objectsByName returns the members of o whose values are objects, by name.
+func objectsByName(o *canonical.Value) map[string]*canonical.Value {
+	ms := o.Members()
+	byName := make(map[string]*canonical.Value, len(ms))
+	for i := range ms {
+		if ms[i].Value.Kind() == canonical.KindObject {
+			byName[ms[i].Name] = &ms[i].Value
+		}
+	}
+	return byName
+}
+
 func nextDot(s string, i int) int {
 	j := strings.IndexByte(s[i+1:], '.')
 	if j < 0 {
@@ -406,16 +449,17 @@ func nextDot(s string, i int) int {
 	return i + 1 + j
 }
 
-// canName returns the NMEA 2000 CAN name of a device entry, or "".
-func canName(device *canonical.Value) string {
+// canName returns the NMEA 2000 CAN name of a device entry, and whether it
+// has one.
+func canName(device *canonical.Value) (string, bool) {
 	n2k := member(device, "n2k")
 	if n2k == nil || n2k.Kind() != canonical.KindObject {
-		return ""
+		return "", false
 	}
 	if c := member(n2k, "canName"); c != nil && c.Kind() == canonical.KindString {
-		return c.Str()
+		return c.Str(), true
 	}
-	return ""
+	return "", false
 }
 
 // deviceMeta returns a device entry without what changes with no change
