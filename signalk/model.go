@@ -331,11 +331,18 @@ func (m *mapper) source(ref string) (*catalog.Record, error) {
 		return nil, err
 	}
 	s := catalog.Source{SourceRef: ref}
-	for _, f := range []struct {
+	var attrs [2]*canonical.Value // label and type
+	if device != nil {            // a bus many refs share, indexed once
+		x := m.buses[bus]
+		attrs = [2]*canonical.Value{x.label, x.typ}
+	} else {
+		attrs = [2]*canonical.Value{member(bus, "label"), member(bus, "type")}
+	}
+	for i, f := range []struct {
 		name string
 		dst  **string
 	}{{"label", &s.Label}, {"type", &s.Type}} {
-		v := member(bus, f.name)
+		v := attrs[i]
 		if v == nil {
 			continue
 		}
@@ -413,14 +420,17 @@ func (m *mapper) resolve(ref string) (bus, device *canonical.Value, err error) {
 	return bus, device, nil
 }
 
-// A busIndex finds the device entries of a bus by name and by CAN name.
+// A busIndex finds the device entries of a bus by name and by CAN name,
+// and holds its label and type.
 type busIndex struct {
-	byName map[string]*canonical.Value
-	byCAN  map[string][]*canonical.Value
+	byName     map[string]*canonical.Value
+	byCAN      map[string][]*canonical.Value
+	label, typ *canonical.Value // the bus's members label and type, or nil
 }
 
 func newBusIndex(bus *canonical.Value) *busIndex {
-	x := &busIndex{byName: objectsByName(bus), byCAN: map[string][]*canonical.Value{}}
+	x := &busIndex{byName: objectsByName(bus), byCAN: map[string][]*canonical.Value{},
+		label: member(bus, "label"), typ: member(bus, "type")}
 	for _, d := range x.byName {
 		if c, ok := canName(d); ok {
 			x.byCAN[c] = append(x.byCAN[c], d)
