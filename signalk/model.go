@@ -233,6 +233,9 @@ func (m *mapper) leaf(node *canonical.Value, pathBytes []byte) error {
 			if e.Value.Kind() != canonical.KindObject || member(&e.Value, "value") == nil {
 				return scanErr(ReasonModel, where, "an entry of values has no value", nil)
 			}
+			if e.Name == "" { // as $source, a non-empty string (SPEC.md §12.4)
+				return scanErr(ReasonModel, where, "an entry of values has no source ref", nil)
+			}
 			cands = append(cands, candidate{e.Name, member(&e.Value, "value")})
 			inValues = inValues || e.Name == src.Str()
 		}
