@@ -579,14 +579,21 @@ func located(err error, where string) error {
 	return err
 }
 
-// flatten keeps a cause's text but not its class, so that a ScanError
-// wraps exactly one class.
+// flatten keeps a cause's text, bounded as truncate bounds it (it may quote
+// a URL of the server's discovery document), but not its class, so that a
+// ScanError wraps exactly one class.
 func flatten(err error) error {
 	if sourcecatalog.Class(err) == nil {
-		return err
+		return boundedErr{err}
 	}
-	return errors.New(err.Error())
+	return errors.New(truncate(err.Error()))
 }
+
+// A boundedErr is an error whose text is bounded; it unwraps to the error.
+type boundedErr struct{ err error }
+
+func (e boundedErr) Error() string { return truncate(e.err.Error()) }
+func (e boundedErr) Unwrap() error { return e.err }
 
 // truncate bounds a string taken from the server's answer for an error text.
 func truncate(s string) string {
