@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/yachtmemory/sourcecatalog"
 	"github.com/yachtmemory/sourcecatalog/canonical"
+	"github.com/yachtmemory/sourcecatalog/catalog"
 )
 
 // Hostile models whose mapping cost grew with the product of two of their
@@ -212,4 +213,27 @@ func TestReviewRefWithEmptyKey(t *testing.T) {
 	rs, err = Map([]byte(m), SelectLowestRef)
 	require.NoError(t, err)
 	require.Contains(t, canonicalRecords(rs), `"source_ref":"n2k."`)
+}
+
+// FuzzMap: Map never panics, and returns records or an error, never both;
+// records it returns are a valid snapshot's content.
+func FuzzMap(f *testing.F) {
+	for _, self := range []string{
+		`{"":{"p":` + leaf("1", "n2k.", "") + `}}`,
+		`{"a":{"b":` + leaf(`{"latitude":1,"longitude":2,"altitude":null}`, "n2k.115", `"meta":{"units":"m"},"values":{"0183.GP":{"value":1},"n2k.115":{"value":null}}`) + `}}`,
+		`{"x":` + leaf(`"s"`, "n2k.c07991002fb0c980", "") + `,"y":` + leaf("1", "defaults", "") + `}`,
+	} {
+		f.Add([]byte(model(self, twoBuses)))
+	}
+	f.Fuzz(func(t *testing.T, m []byte) {
+		rs, err := Map(m, SelectLowestRef)
+		if err != nil {
+			require.Nil(t, rs)
+			require.NotNil(t, sourcecatalog.Class(err), "%v", err)
+			return
+		}
+		if len(rs) > 0 {
+			require.NoError(t, catalog.Check(rs))
+		}
+	})
 }
