@@ -156,6 +156,16 @@ func TestReviewErrorTextBounded(t *testing.T) {
 				return `{"endpoints":{"v1":{"signalk-http":"` + base + `/signalk/v1/api/","signalk-ws":"` + strings.Replace(base, "http", "ws", 1) + long + `"}}}`
 			}
 		}},
+		{"a long endpoint that hangs up", func(f *fakeServer) {
+			f.discovery = func(base string) string {
+				return `{"endpoints":{"v1":{"signalk-http":"` + base + `/signalk/v1/api/` + long[1:] + `","signalk-ws":"` + strings.Replace(base, "http", "ws", 1) + `/signalk/v1/stream"}}}`
+			}
+			f.api = func(w http.ResponseWriter, r *http.Request) {
+				if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
+					conn.Close()
+				}
+			}
+		}},
 		{"a long status line", func(f *fakeServer) {
 			f.api = func(w http.ResponseWriter, r *http.Request) {
 				conn, buf, err := w.(http.Hijacker).Hijack()
@@ -236,4 +246,13 @@ func FuzzMap(f *testing.F) {
 			require.NoError(t, catalog.Check(rs))
 		}
 	})
+}
+
+// TestReviewOneDeviceTwoWays: a device keyed by the same name as its CAN
+// name is one entry, matched once (SPEC.md §12.5).
+func TestReviewOneDeviceTwoWays(t *testing.T) {
+	m := model(`{"p":`+leaf("1", "n.c0", "")+`}`, `{"n":{"c0":{"n2k":{"canName":"c0"}}}}`)
+	rs, err := Map([]byte(m), SelectLowestRef)
+	require.NoError(t, err)
+	require.Contains(t, canonicalRecords(rs), `"meta":{"n2k":{"canName":"c0"}},"source_ref":"n.c0"`)
 }
