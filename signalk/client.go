@@ -159,7 +159,7 @@ func (c *Client) Discover(ctx context.Context) ([]*catalog.Record, error) {
 	}
 	if after.ServerStartID != before.ServerStartID {
 		c.settled(after) // start the settle time of the new start
-		return nil, &ScanError{Reason: ReasonRestarted, Where: stream, Detail: "the server restarted during the scan", Retry: c.settle}
+		return nil, &ScanError{Reason: ReasonRestarted, Where: truncate(stream), Detail: "the server restarted during the scan", Retry: c.settle}
 	}
 	records, self, err := mapModel(model, c.sel)
 	if err != nil {
@@ -228,11 +228,12 @@ type hello struct {
 // it.
 func (c *Client) hello(ctx context.Context, stream string) (hello, error) {
 	u := stream + "?subscribe=none"
+	stream = truncate(stream) // for errors: it is the server's text
 	conn, resp, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPClient: c.http, HTTPHeader: c.header()})
 	if err != nil {
 		detail := "the stream could not be opened"
 		if resp != nil {
-			detail += ": " + resp.Status
+			detail += ": " + truncate(resp.Status)
 		}
 		return hello{}, scanErr(ReasonRequest, stream, detail, flatten(err))
 	}
@@ -252,6 +253,7 @@ func (c *Client) hello(ctx context.Context, stream string) (hello, error) {
 // get reads u's body, of at most max bytes.
 func (c *Client) get(ctx context.Context, u string, max int64) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	u = truncate(u) // for errors: it may be the server's text
 	if err != nil {
 		return nil, scanErr(ReasonRequest, u, "bad request", flatten(err))
 	}
@@ -263,7 +265,7 @@ func (c *Client) get(ctx context.Context, u string, max int64) ([]byte, error) {
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return nil, scanErr(ReasonRequest, u, "answered "+resp.Status, nil)
+		return nil, scanErr(ReasonRequest, u, "answered "+truncate(resp.Status), nil)
 	}
 	if resp.ContentLength > max {
 		return nil, scanErr(ReasonBody, u, "the body is over "+strconv.FormatInt(max, 10)+" bytes", nil)
