@@ -31,6 +31,8 @@ type fakeServer struct {
 	api       http.HandlerFunc
 	auth      []string // Authorization headers seen
 	self      string   // the hello's self
+	rawHello  func() (websocket.MessageType, []byte)
+	streamURL string // the stream's query as the client asked for it
 }
 
 func newFakeServer(t testing.TB, tls bool) *fakeServer {
@@ -73,8 +75,15 @@ func newFakeServer(t testing.TB, tls bool) *fakeServer {
 		f.mu.Lock()
 		id := f.startIDs[min(f.hellos, len(f.startIDs)-1)]
 		f.hellos++
-		self := f.self
+		self, raw := f.self, f.rawHello
+		f.streamURL = r.URL.RawQuery
 		f.mu.Unlock()
+		if raw != nil {
+			typ, b := raw()
+			conn.Write(r.Context(), typ, b)
+			conn.Read(r.Context())
+			return
+		}
 		hello := `{"name":"boat","version":"2.32.0","self":"` + self + `","roles":["master","main"],"timestamp":"2026-12-01T21:00:00.000Z"`
 		if id != "" {
 			hello += `,"serverStartId":"` + id + `"`
@@ -130,6 +139,7 @@ func TestDiscover(t *testing.T) {
 				require.Equal(t, "Bearer s3cret", a, "every request carries the token")
 			}
 			require.Len(t, f.auth, 4, "discovery, hello, model, hello")
+			require.Equal(t, "subscribe=none", f.streamURL)
 		})
 	}
 }
@@ -282,6 +292,16 @@ func TestDiscoverHostile(t *testing.T) {
 			f.discovery = func(base string) string { return `<html>` }
 		}, ReasonModel, nil},
 		{"a hello without a start id", nil, func(f *fakeServer) { f.startIDs = []string{""} }, ReasonModel, nil},
+		{"a binary hello", nil, func(f *fakeServer) {
+			f.rawHello = func() (websocket.MessageType, []byte) {
+				return websocket.MessageBinary, []byte(`{"serverStartId":"s","self":"x"}`)
+			}
+		}, ReasonModel, nil},
+		{"a hello that is not strict JSON", nil, func(f *fakeServer) {
+			f.rawHello = func() (websocket.MessageType, []byte) {
+				return websocket.MessageText, []byte(`{"serverStartId":"a","serverStartId":"b"}`)
+			}
+		}, ReasonJSON, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
