@@ -41,7 +41,9 @@
 // staging anything, and the binding offers no way to read. Client
 // certificates are verified by MutualTLS against the operator's CAs, for
 // client authentication and within their validity; a request whose
-// certificate fails is answered 401, like one without. Bearer tokens are
+// certificate fails is answered 401, like one without, its body saying
+// why in a fixed phrase ([RefusalReason]) that names nothing of the
+// server. Bearer tokens are
 // kept as SHA-256 hashes, compared in constant time, and refused over a
 // connection without TLS; so is every Authorization header on a connection
 // without TLS, whatever the Authenticator.

@@ -36,7 +36,8 @@ const (
 //	401 an Authorization header on a connection without TLS, whatever the
 //	    Authenticator (InsecureNoAuth included; WWW-Authenticate: Bearer
 //	    with error="invalid_token"), or the Authenticator refused
-//	    (WWW-Authenticate from a Challenger; plain text)
+//	    (WWW-Authenticate from a Challenger; plain text, saying why a
+//	    client certificate was refused: RefusalReason)
 //	415 a Content-Type other than application/json, or several (refusal unsupported)
 //	429 the vessel has its limit of requests in flight (refusal store_unavailable; Retry-After)
 //	413 a body over MaxRequestBody; the rest is not read (refusal limit_exceeded)
@@ -164,7 +165,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if c, ok := h.auth.(Challenger); ok {
 			w.Header().Set("WWW-Authenticate", c.Challenge(err))
 		}
-		h.plain(w, ev, http.StatusUnauthorized, OutcomeUnauthenticated, err)
+		h.unauthorized(w, ev, err)
 		return
 	}
 	ev.Vessel = origin.VesselID
@@ -300,6 +301,20 @@ func (h *Handler) plain(w http.ResponseWriter, ev *reply, status int, outcome st
 	ev.Status, ev.Outcome, ev.Err = status, outcome, err
 	closeConn(w)
 	writePlain(w, status)
+	ev.hangUp = true
+}
+
+// unauthorized answers 401 for err, the Authenticator's refusal, and
+// hangs up: plain text, "Unauthorized", and the RefusalReason of err when
+// it has one (SPEC.md §11.2).
+func (h *Handler) unauthorized(w http.ResponseWriter, ev *reply, err error) {
+	ev.Status, ev.Outcome, ev.Err = http.StatusUnauthorized, OutcomeUnauthenticated, err
+	closeConn(w)
+	body := http.StatusText(http.StatusUnauthorized) + "\n"
+	if why := RefusalReason(err); why != "" {
+		body = http.StatusText(http.StatusUnauthorized) + ": " + why + "\n"
+	}
+	writeText(w, http.StatusUnauthorized, body)
 	ev.hangUp = true
 }
 
