@@ -137,10 +137,15 @@ Flags (each at most once):
   --admin-listen ADDR|off
                        the host:port of a plain HTTP listener serving
                        GET /healthz (200 when the store answers, 503
-                       otherwise) and GET /metrics (Prometheus text
-                       format), or off (default 127.0.0.1:9464). It has no
-                       authentication and names vessels: keep it on
-                       loopback or a private network for the scraper
+                       otherwise), GET /metrics (Prometheus text format),
+                       and a vessel's active catalog as JSON, GET
+                       /vessels/VESSEL/inventory (in pages: ?limit=N up to
+                       1000 and ?cursor=C, the next_cursor of the page
+                       before) and GET /vessels/VESSEL/history (the
+                       snapshots kept), or off (default 127.0.0.1:9464).
+                       It has no authentication and serves every vessel's
+                       inventory: keep it on loopback or a private network
+                       for the operators and the scraper
   --reconcile-interval DURATION
                        how often the reconciler runs, such as 90s or 5m
                        (at least 1s; default 5m)
@@ -333,10 +338,10 @@ func (f *serveFlags) serve(ctx context.Context, stop func(), e *env, c *command)
 		logger.Warn("authentication is off: every request is taken as sent by the vessel", "vessel", f.insecure.id.String())
 	}
 	if adminLn != nil {
-		admin := newAdminServer(adminHandler(st.ping, metrics, logger), errorLog)
+		admin := newAdminServer(withInventory(adminHandler(st.ping, metrics, logger), recv, logger), errorLog)
 		servers = append(servers, admin)
 		go func() { serving <- serveOn(admin, adminLn, false) }()
-		logger.Info("admin listening", "addr", adminLn.Addr().String(), "paths", "/healthz /metrics")
+		logger.Info("admin listening", "addr", adminLn.Addr().String(), "paths", adminPaths)
 	}
 
 	reconcileCtx, stopReconciler := context.WithCancel(context.WithoutCancel(ctx))

@@ -203,7 +203,9 @@ type failing struct{ finalize.Store }
 
 var errSecret = errors.New("open /var/lib/secret/catalog.db: permission denied")
 
-func (failing) WithVessel(context.Context, uuid.UUID, func(finalize.Tx) error) error { return errSecret }
+func (failing) WithVessel(context.Context, uuid.UUID, func(finalize.Tx) error) error {
+	return errSecret
+}
 
 // Every refusal is JSON with the right status, and a store failure names
 // no cause.

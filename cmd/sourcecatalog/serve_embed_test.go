@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
@@ -11,10 +12,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/yachtmemory/sourcecatalog/envelope"
 	"github.com/yachtmemory/sourcecatalog/httpbinding"
+	"github.com/yachtmemory/sourcecatalog/httpbinding/inventory"
 )
 
 // The trusted-proxy flags go together, exclude the other schemes, and
@@ -110,4 +113,32 @@ func TestServeTrustedProxy(t *testing.T) {
 	assert.Equal(t, envelope.Staged, rc.Status, "the proxy's request, and nothing before it, staged the manifest")
 	assert.Equal(t, vesselFlag, rc.VesselID.String())
 	assert.NotContains(t, s.log.String(), secretText, "the log never holds the secret")
+}
+
+// serve's admin listener serves the inventory of the vessels it
+// activated, and 404 for a vessel it does not know.
+func TestServeInventory(t *testing.T) {
+	s := startServe(t, "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--store", "memory", "--retain", "all", "--insecure-no-auth", vesselFlag)
+	listen, admin := s.log.addrs(t)
+	snap, bodies := serveSnapshot(t, 1)
+	for _, b := range bodies {
+		resp, err := http.Post("http://"+listen+"/", "application/json", bytes.NewReader(b))
+		require.NoError(t, err)
+		receiptOf(t, resp)
+	}
+	status, body := serveGet(t, "http://"+admin+"/vessels/"+vesselFlag+"/inventory?limit=5")
+	require.Equal(t, http.StatusOK, status, body)
+	var page inventory.Page
+	require.NoError(t, json.Unmarshal([]byte(body), &page))
+	assert.Equal(t, snap.Manifest.SnapshotID, page.SnapshotID)
+	assert.Equal(t, snap.Manifest.RecordCount, page.ItemCount)
+	assert.Len(t, page.Items, 5)
+	assert.NotEmpty(t, page.NextCursor)
+	status, _ = serveGet(t, "http://"+admin+"/vessels/"+vesselFlag+"/history")
+	assert.Equal(t, http.StatusOK, status)
+	status, _ = serveGet(t, "http://"+admin+"/vessels/"+uuid.New().String()+"/inventory")
+	assert.Equal(t, http.StatusNotFound, status)
+	status, body = serveGet(t, "http://"+admin+"/healthz")
+	assert.Equal(t, http.StatusOK, status, "the admin listener's own paths still answer")
+	assert.Equal(t, "ok\n", body)
 }
