@@ -8,7 +8,8 @@
 //
 // A [Handler] serves one wrapped outbox request (SPEC.md §7.3, the form of
 // envelope.DefaultWrapper) per POST: it authenticates the sender
-// ([Authenticator]: [MutualTLS], [Tokens], or [InsecureNoAuth] for tests),
+// ([Authenticator]: [MutualTLS], [Tokens], [TrustedProxy] behind an
+// ingress that authenticates, or [InsecureNoAuth] for tests),
 // reads at most [MaxRequestBody] bytes, hands the message to a
 // finalize.Receiver and answers with the receipt (200) or the refusal
 // (SPEC.md §9), its status given by the class ([StatusOf]). A 200 is
@@ -21,9 +22,12 @@
 // TLS 1.2 at least, HTTP/1.1 only, read-header, read, write and idle
 // timeouts, a header cap; the Handler adds a per-vessel limit of requests
 // in flight. [NewInsecureServer] has the same bounds over plain HTTP, for
-// a Handler built with [InsecureNoAuth]. An [Observer] is told of every request, Finalize and
-// reconciliation, for logs and metrics, without this package importing a
-// metrics library.
+// a Handler built with [InsecureNoAuth] or [TrustedProxy]. An [Observer]
+// is told of every request, Finalize and reconciliation, for logs and
+// metrics, without this package importing a metrics library. [Health]
+// answers a prober from a check such as finalize.Receiver.Ping; package
+// httpbinding/inventory serves the catalogs read-only, for an operator's
+// listener.
 //
 // # Client
 //
