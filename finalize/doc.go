@@ -16,7 +16,10 @@
 // and, optionally, to a registered vessel ([WithRegistry]), and stage it.
 // The answer is an [envelope.Receipt], which acknowledges durable staging,
 // never activation, and reports when the snapshot's set is complete: the
-// server's cue to call Finalize. An identical retry is answered
+// server's cue to call Finalize; [Receiver.StageManifest] and
+// [Receiver.StageChunk] also say whether the snapshot was finalized before
+// the message came ([Staged.NeedsFinalize]), so that a server skips the
+// Finalize of a resend that would change nothing. An identical retry is answered
 // envelope.AlreadyReceived with a matching receipt; other bytes at the
 // same snapshot and chunk index, or another manifest for the snapshot,
 // are refused with sourcecatalog.ErrConflict and no receipt. Chunks may arrive before

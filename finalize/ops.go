@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/yachtmemory/sourcecatalog"
+	"github.com/yachtmemory/sourcecatalog/canonical"
 )
 
 // Reconcile finalizes every complete staged snapshot of a vessel, such as
@@ -108,7 +109,10 @@ type Catalog struct {
 	SnapshotID   uuid.UUID // uuid.Nil when nothing was activated yet
 	Revision     int64
 	DiscoveredAt time.Time
-	Items        []Item // LastSeen filled in for every item
+	// Document is the SHA-256 of the active snapshot's document, its
+	// records' canonical bytes in order (SPEC.md §6.4).
+	Document canonical.Digest
+	Items    []Item // LastSeen filled in for every item
 }
 
 // Active returns the vessel's active catalog. Last-seen of a currently
@@ -124,7 +128,7 @@ func (r *Receiver) Active(ctx context.Context, vesselID uuid.UUID) (Catalog, err
 		if err != nil {
 			return err
 		}
-		c = Catalog{VesselID: vesselID, SnapshotID: v.ActiveSnapshot, Revision: v.ActiveRevision, DiscoveredAt: v.ActiveDiscoveredAt}
+		c = Catalog{VesselID: vesselID, SnapshotID: v.ActiveSnapshot, Revision: v.ActiveRevision, DiscoveredAt: v.ActiveDiscoveredAt, Document: v.ActiveDocument}
 		active := Seen{Revision: v.ActiveRevision, At: v.ActiveDiscoveredAt}
 		c.Items = slices.Clone(items) // the Tx's slice is not ours to change
 		for i := range c.Items {

@@ -31,46 +31,74 @@ import (
 // is refused with sourcecatalog.ErrConflict. Only what needs the complete set, such as
 // the document hash and the record count, waits for Finalize.
 func (r *Receiver) ReceiveManifest(ctx context.Context, origin Origin, raw []byte) (envelope.Receipt, error) {
-	return r.receive("ReceiveManifest", origin, func() (envelope.Receipt, *Usage, error) {
+	st, err := r.StageManifest(ctx, origin, raw)
+	return st.Receipt, err
+}
+
+// A Staged is what a receive call did, for a caller running the server
+// policy of SPEC.md §8.6 itself: the receipt, and whether the snapshot was
+// finalized before the message came.
+type Staged struct {
+	Receipt envelope.Receipt
+	// Finalized reports that the message was already received (a resend
+	// of a message whose answer was lost) for a snapshot that was
+	// finalized — activated, superseded or rejected — when it came, as the
+	// receive transaction read it: Finalize would only report the outcome
+	// again. A snapshot still staging is never Finalized, complete or not.
+	Finalized bool
+}
+
+// NeedsFinalize reports whether the server policy of SPEC.md §8.6 runs
+// Finalize after the message: the receipt reports the set complete and
+// the snapshot was not finalized before it came. A snapshot whose
+// Finalize was cut by a crash is still staging, so its resent messages
+// need a Finalize, and Reconcile covers it too.
+func (s Staged) NeedsFinalize() bool { return s.Receipt.Complete && !s.Finalized }
+
+// StageManifest is ReceiveManifest, returning also whether the snapshot
+// was already finalized. The Observer sees it as ReceiveManifest.
+func (r *Receiver) StageManifest(ctx context.Context, origin Origin, raw []byte) (Staged, error) {
+	return r.receive("ReceiveManifest", origin, func() (Staged, *Usage, error) {
 		return r.receiveManifest(ctx, origin, raw)
 	})
 }
 
 // receive runs one of the receive methods, op, and reports it.
-func (r *Receiver) receive(op string, origin Origin, method func() (envelope.Receipt, *Usage, error)) (envelope.Receipt, error) {
+func (r *Receiver) receive(op string, origin Origin, method func() (Staged, *Usage, error)) (Staged, error) {
 	start := time.Now()
-	rc, u, err := method()
+	st, u, err := method()
 	if r.observe != nil {
-		e := Event{Kind: EventReceive, Op: op, Vessel: origin.VesselID, Snapshot: rc.SnapshotID, Err: err, Duration: time.Since(start)}
+		e := Event{Kind: EventReceive, Op: op, Vessel: origin.VesselID, Snapshot: st.Receipt.SnapshotID, Err: err, Duration: time.Since(start)}
 		if err == nil {
-			e.Receipt, e.Usage = rc, u
+			e.Receipt, e.Usage = st.Receipt, u
 		}
 		r.report(e)
 	}
 	if err != nil {
-		return envelope.Receipt{}, err
+		return Staged{}, err
 	}
-	return rc, nil
+	return st, nil
 }
 
 // receiveManifest is ReceiveManifest. With an error, rc holds what was
 // decoded of the manifest; u is the usage when it staged the manifest.
-func (r *Receiver) receiveManifest(ctx context.Context, origin Origin, raw []byte) (rc envelope.Receipt, u *Usage, err error) {
+func (r *Receiver) receiveManifest(ctx context.Context, origin Origin, raw []byte) (st Staged, u *Usage, err error) {
 	m, err := envelope.DecodeManifest(raw)
 	if err != nil {
-		return rc, nil, err
+		return st, nil, err
 	}
 	canon := m.Canonical()
-	rc = envelope.Receipt{
+	rc := &st.Receipt
+	*rc = envelope.Receipt{
 		Status: envelope.Staged, EntityType: sourcecatalog.ManifestEntityType,
 		VesselID: m.VesselID, SnapshotID: m.SnapshotID, Revision: m.Revision,
 		ChunkIndex: sourcecatalog.NoIndex, Digest: canonical.Sum(canon),
 	}
 	if err := r.admit(ctx, origin, m.VesselID); err != nil {
-		return rc, nil, err
+		return st, nil, err
 	}
 	err = r.withVessel(ctx, "ReceiveManifest", m.VesselID, func(tx Tx) error {
-		rc.Status, rc.Complete, u = envelope.Staged, false, nil
+		rc.Status, rc.Complete, st.Finalized, u = envelope.Staged, false, false, nil
 		var staged Usage
 		s, err := tx.Snapshot(ctx, m.SnapshotID)
 		switch {
@@ -85,7 +113,7 @@ func (r *Receiver) receiveManifest(ctx context.Context, origin Origin, raw []byt
 			if s.ManifestDigest != rc.Digest {
 				return conflict("another manifest was staged for this snapshot")
 			}
-			rc.Status, rc.Complete = envelope.AlreadyReceived, complete(s)
+			rc.Status, rc.Complete, st.Finalized = envelope.AlreadyReceived, complete(s), s.State != StateStaging
 			return nil
 		case s.Revision != m.Revision:
 			return conflict("chunks of another revision were staged for this snapshot")
@@ -105,7 +133,7 @@ func (r *Receiver) receiveManifest(ctx context.Context, origin Origin, raw []byt
 		rc.Complete, u = complete(s), &staged
 		return tx.PutSnapshot(ctx, s)
 	})
-	return rc, u, err
+	return st, u, err
 }
 
 // ReceiveChunk strictly decodes a chunk, checking its payload hash, and
@@ -116,13 +144,14 @@ func (r *Receiver) receiveManifest(ctx context.Context, origin Origin, raw []byt
 // snapshot's messages disagree on the revision, or the chunk index is at
 // or beyond the staged manifest's chunk_count.
 func (r *Receiver) ReceiveChunk(ctx context.Context, origin Origin, raw []byte) (envelope.Receipt, error) {
-	return r.receive("ReceiveChunk", origin, func() (envelope.Receipt, *Usage, error) {
+	st, err := r.receive("ReceiveChunk", origin, func() (Staged, *Usage, error) {
 		c, err := envelope.DecodeChunk(raw)
 		if err != nil {
-			return envelope.Receipt{}, nil, err
+			return Staged{}, nil, err
 		}
 		return r.receiveChunk(ctx, origin, c)
 	})
+	return st.Receipt, err
 }
 
 // ReceiveDecodedChunk is ReceiveChunk for a chunk that envelope.DecodeChunk
@@ -132,9 +161,16 @@ func (r *Receiver) ReceiveChunk(ctx context.Context, origin Origin, raw []byte) 
 // nil or a zero Chunk, is refused with sourcecatalog.ErrInvalidValue. The
 // Observer sees it as ReceiveChunk.
 func (r *Receiver) ReceiveDecodedChunk(ctx context.Context, origin Origin, c *envelope.Chunk) (envelope.Receipt, error) {
-	return r.receive("ReceiveChunk", origin, func() (envelope.Receipt, *Usage, error) {
+	st, err := r.StageChunk(ctx, origin, c)
+	return st.Receipt, err
+}
+
+// StageChunk is ReceiveDecodedChunk, returning also whether the snapshot
+// was already finalized. The Observer sees it as ReceiveChunk.
+func (r *Receiver) StageChunk(ctx context.Context, origin Origin, c *envelope.Chunk) (Staged, error) {
+	return r.receive("ReceiveChunk", origin, func() (Staged, *Usage, error) {
 		if c == nil || len(c.Canonical()) == 0 {
-			return envelope.Receipt{}, nil, sourcecatalog.Errorf(sourcecatalog.ErrInvalidValue, "not a decoded chunk")
+			return Staged{}, nil, sourcecatalog.Errorf(sourcecatalog.ErrInvalidValue, "not a decoded chunk")
 		}
 		return r.receiveChunk(ctx, origin, c)
 	})
@@ -142,18 +178,19 @@ func (r *Receiver) ReceiveDecodedChunk(ctx context.Context, origin Origin, c *en
 
 // receiveChunk stages a decoded chunk. With an error, rc holds what the
 // chunk names; u is the usage when it staged the chunk.
-func (r *Receiver) receiveChunk(ctx context.Context, origin Origin, c *envelope.Chunk) (rc envelope.Receipt, u *Usage, err error) {
-	rc = envelope.Receipt{
+func (r *Receiver) receiveChunk(ctx context.Context, origin Origin, c *envelope.Chunk) (st Staged, u *Usage, err error) {
+	rc := &st.Receipt
+	*rc = envelope.Receipt{
 		Status: envelope.Staged, EntityType: sourcecatalog.ChunkEntityType,
 		VesselID: c.VesselID(), SnapshotID: c.SnapshotID(), Revision: c.Revision(),
 		ChunkIndex: c.Index(), Digest: c.PayloadSHA256(),
 	}
 	if err := r.admit(ctx, origin, c.VesselID()); err != nil {
-		return rc, nil, err
+		return st, nil, err
 	}
 	size := int64(len(c.Canonical()))
 	err = r.withVessel(ctx, "ReceiveChunk", c.VesselID(), func(tx Tx) error {
-		rc.Status, rc.Complete, u = envelope.Staged, false, nil
+		rc.Status, rc.Complete, st.Finalized, u = envelope.Staged, false, false, nil
 		var staged Usage
 		s, err := tx.Snapshot(ctx, c.SnapshotID())
 		switch {
@@ -171,7 +208,7 @@ func (r *Receiver) receiveChunk(ctx context.Context, origin Origin, c *envelope.
 				if old.Payload != c.PayloadSHA256() || s.Revision != c.Revision() {
 					return conflict("other bytes were staged at this chunk index")
 				}
-				rc.Status, rc.Complete = envelope.AlreadyReceived, complete(s)
+				rc.Status, rc.Complete, st.Finalized = envelope.AlreadyReceived, complete(s), s.State != StateStaging
 				return nil
 			case !errors.Is(err, sourcecatalog.ErrNotFound):
 				return err
@@ -194,7 +231,7 @@ func (r *Receiver) receiveChunk(ctx context.Context, origin Origin, c *envelope.
 		}
 		return tx.PutSnapshot(ctx, s)
 	})
-	return rc, u, err
+	return st, u, err
 }
 
 // chunksWithin refuses a manifest's chunk_count when a chunk staged before

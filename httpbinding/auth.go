@@ -3,6 +3,7 @@ package httpbinding
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"net/http"
 	"slices"
 	"strings"
@@ -63,12 +64,13 @@ func (a insecureNoAuth) Authenticate(*http.Request) (finalize.Origin, error) { r
 // [ServerTLSConfig]), so that every refusal is a 401 the Handler answers
 // and observes. The vessel id is the certificate's one URI SAN, of the form
 // urn:uuid:<uuid>, the UUID in canonical lowercase form (SPEC.md §2.1). A
-// request without a certificate is ErrNoCredentials; a certificate that
+// request without a certificate is an error wrapping ErrNoCredentials; a certificate that
 // does not verify — expired, of another CA, whose extended key usage does
 // not name client authentication (none at all included, though x509 would
 // take that for any use), or any certificate when ClientCAs is nil — or
-// that does not name one vessel ([VesselOfCertificate]) is
-// ErrBadCredentials.
+// that does not name one vessel ([VesselOfCertificate]) is an error
+// wrapping ErrBadCredentials. Each error has a [RefusalReason], which the
+// Handler's 401 answer says.
 type MutualTLS struct {
 	ClientCAs *x509.CertPool // the authorities client certificates must chain to
 }
@@ -78,14 +80,14 @@ var _ Authenticator = MutualTLS{}
 // Authenticate implements Authenticator.
 func (m MutualTLS) Authenticate(r *http.Request) (finalize.Origin, error) {
 	if r.TLS == nil || len(r.TLS.PeerCertificates) == 0 {
-		return finalize.Origin{}, ErrNoCredentials
+		return finalize.Origin{}, errNoCertificate
 	}
 	if m.ClientCAs == nil {
-		return finalize.Origin{}, badCredentials("no client certificate authority is configured")
+		return finalize.Origin{}, refusedCertificate(ReasonUntrustedIssuer, "no client certificate authority is configured")
 	}
 	leaf := r.TLS.PeerCertificates[0]
 	if !slices.Contains(leaf.ExtKeyUsage, x509.ExtKeyUsageClientAuth) {
-		return finalize.Origin{}, badCredentials("the client certificate's extended key usage does not name client authentication")
+		return finalize.Origin{}, refusedCertificate(ReasonNotForClientAuth, "the client certificate's extended key usage does not name client authentication")
 	}
 	intermediates := x509.NewCertPool()
 	for _, c := range r.TLS.PeerCertificates[1:] {
@@ -96,13 +98,58 @@ func (m MutualTLS) Authenticate(r *http.Request) (finalize.Origin, error) {
 		KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 	})
 	if err != nil {
-		return finalize.Origin{}, badCredentials("the client certificate does not verify: " + err.Error())
+		return finalize.Origin{}, refusedCertificate(verifyReason(err), "the client certificate does not verify: "+err.Error())
 	}
 	id, err := VesselOfCertificate(leaf)
 	if err != nil {
 		return finalize.Origin{}, err
 	}
 	return finalize.Origin{VesselID: id}, nil
+}
+
+// Why a client certificate was refused, as a 401 answer's body says it
+// (SPEC.md §11.2): fixed phrases that describe the certificate presented,
+// never the server's configuration or a verifier's message.
+const (
+	ReasonNotForClientAuth = "the client certificate's extended key usage does not name client authentication"
+	ReasonExpired          = "the client certificate has expired or is not yet valid"
+	ReasonUntrustedIssuer  = "the client certificate is not issued by an authority the receiver trusts"
+	ReasonNoVessel         = "the client certificate does not name one vessel: it must carry exactly one URI SAN, urn:uuid:<vessel>"
+	ReasonDoesNotVerify    = "the client certificate does not verify"
+	// ReasonNoCertificate: most often a client holding a certificate of
+	// another authority, which TLS clients offer only to a server naming
+	// its issuer.
+	ReasonNoCertificate = "no client certificate was presented (a client offers one only when its issuer is an authority the receiver names)"
+)
+
+// errNoCertificate is MutualTLS's ErrNoCredentials.
+var errNoCertificate error = &credentialError{why: "no client certificate", public: ReasonNoCertificate, class: ErrNoCredentials}
+
+// verifyReason returns the Reason of a failed x509 verification.
+func verifyReason(err error) string {
+	var invalid x509.CertificateInvalidError
+	var unknown x509.UnknownAuthorityError
+	switch {
+	case errors.As(err, &invalid) && invalid.Reason == x509.Expired:
+		return ReasonExpired
+	case errors.As(err, &invalid) && invalid.Reason == x509.IncompatibleUsage:
+		return ReasonNotForClientAuth
+	case errors.As(err, &unknown):
+		return ReasonUntrustedIssuer
+	}
+	return ReasonDoesNotVerify
+}
+
+// RefusalReason returns what a 401 answer may say of why err refused the
+// credentials: one of the Reason constants for a refused or missing
+// client certificate, "" for anything else. An Authenticator of its own reports
+// a reason by wrapping an error of MutualTLS or VesselOfCertificate.
+func RefusalReason(err error) string {
+	var c *credentialError
+	if errors.As(err, &c) {
+		return c.public
+	}
+	return ""
 }
 
 // VesselOfCertificate returns the vessel id a client certificate names: its
@@ -116,30 +163,51 @@ func (m MutualTLS) Authenticate(r *http.Request) (finalize.Origin, error) {
 // ErrBadCredentials.
 func VesselOfCertificate(cert *x509.Certificate) (uuid.UUID, error) {
 	if len(cert.URIs) != 1 {
-		return uuid.Nil, badCredentials("the certificate must carry exactly one urn:uuid: URI SAN and no other URI SAN")
+		return uuid.Nil, refusedCertificate(ReasonNoVessel, "the certificate must carry exactly one urn:uuid: URI SAN and no other URI SAN")
 	}
 	u := cert.URIs[0]
 	if u.Scheme != "urn" || !strings.HasPrefix(strings.ToLower(u.Opaque), "uuid:") {
-		return uuid.Nil, badCredentials("the certificate's URI SAN is not urn:uuid:<vessel>")
+		return uuid.Nil, refusedCertificate(ReasonNoVessel, "the certificate's URI SAN is not urn:uuid:<vessel>")
 	}
 	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.RawFragment != "" {
-		return uuid.Nil, badCredentials("the certificate's urn:uuid: SAN has a query or a fragment")
+		return uuid.Nil, refusedCertificate(ReasonNoVessel, "the certificate's urn:uuid: SAN has a query or a fragment")
 	}
 	id, err := envelope.ParseUUID(u.Opaque[len("uuid:"):])
 	if err != nil {
-		return uuid.Nil, badCredentials("the certificate's urn:uuid: SAN is not a canonical lowercase UUID")
+		return uuid.Nil, refusedCertificate(ReasonNoVessel, "the certificate's urn:uuid: SAN is not a canonical lowercase UUID")
 	}
 	return id, nil
 }
 
-func badCredentials(why string) error { return &credentialError{why} }
+func badCredentials(why string) error { return &credentialError{why: why} }
 
-// A credentialError says why credentials were refused; it wraps
-// ErrBadCredentials, and so sourcecatalog.ErrInvalidValue.
-type credentialError struct{ why string }
+// refusedCertificate refuses a client certificate for the reason public,
+// which the answer says, and why, which only the Observer gets.
+func refusedCertificate(public, why string) error {
+	return &credentialError{why: why, public: public}
+}
 
-func (e *credentialError) Error() string { return "httpbinding: credentials refused: " + e.why }
-func (e *credentialError) Unwrap() error { return ErrBadCredentials }
+// A credentialError says why credentials were refused; it wraps class,
+// ErrBadCredentials when nil, and so sourcecatalog.ErrInvalidValue.
+// public, when not "", is what the answer may say of it (RefusalReason).
+type credentialError struct {
+	why, public string
+	class       error
+}
+
+func (e *credentialError) Error() string {
+	if e.class == ErrNoCredentials {
+		return "httpbinding: no credentials: " + e.why
+	}
+	return "httpbinding: credentials refused: " + e.why
+}
+
+func (e *credentialError) Unwrap() error {
+	if e.class != nil {
+		return e.class
+	}
+	return ErrBadCredentials
+}
 
 // ServerTLSConfig returns the server's TLS configuration: TLS 1.2 at
 // least, HTTP/1.1 only, the server's certificate, and — when clientCAs is

@@ -8,7 +8,8 @@
 //
 // A [Handler] serves one wrapped outbox request (SPEC.md §7.3, the form of
 // envelope.DefaultWrapper) per POST: it authenticates the sender
-// ([Authenticator]: [MutualTLS], [Tokens], or [InsecureNoAuth] for tests),
+// ([Authenticator]: [MutualTLS], [Tokens], [TrustedProxy] behind an
+// ingress that authenticates, or [InsecureNoAuth] for tests),
 // reads at most [MaxRequestBody] bytes, hands the message to a
 // finalize.Receiver and answers with the receipt (200) or the refusal
 // (SPEC.md §9), its status given by the class ([StatusOf]). A 200 is
@@ -21,9 +22,12 @@
 // TLS 1.2 at least, HTTP/1.1 only, read-header, read, write and idle
 // timeouts, a header cap; the Handler adds a per-vessel limit of requests
 // in flight. [NewInsecureServer] has the same bounds over plain HTTP, for
-// a Handler built with [InsecureNoAuth]. An [Observer] is told of every request, Finalize and
-// reconciliation, for logs and metrics, without this package importing a
-// metrics library.
+// a Handler built with [InsecureNoAuth] or [TrustedProxy]. An [Observer]
+// is told of every request, Finalize and reconciliation, for logs and
+// metrics, without this package importing a metrics library. [Health]
+// answers a prober from a check such as finalize.Receiver.Ping; package
+// httpbinding/inventory serves the catalogs read-only, for an operator's
+// listener.
 //
 // # Client
 //
@@ -41,7 +45,9 @@
 // staging anything, and the binding offers no way to read. Client
 // certificates are verified by MutualTLS against the operator's CAs, for
 // client authentication and within their validity; a request whose
-// certificate fails is answered 401, like one without. Bearer tokens are
+// certificate fails is answered 401, like one without, its body saying
+// why in a fixed phrase ([RefusalReason]) that names nothing of the
+// server. Bearer tokens are
 // kept as SHA-256 hashes, compared in constant time, and refused over a
 // connection without TLS; so is every Authorization header on a connection
 // without TLS, whatever the Authenticator.

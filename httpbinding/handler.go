@@ -36,7 +36,8 @@ const (
 //	401 an Authorization header on a connection without TLS, whatever the
 //	    Authenticator (InsecureNoAuth included; WWW-Authenticate: Bearer
 //	    with error="invalid_token"), or the Authenticator refused
-//	    (WWW-Authenticate from a Challenger; plain text)
+//	    (WWW-Authenticate from a Challenger; plain text, saying why a
+//	    client certificate was refused: RefusalReason)
 //	415 a Content-Type other than application/json, or several (refusal unsupported)
 //	429 the vessel has its limit of requests in flight (refusal store_unavailable; Retry-After)
 //	413 a body over MaxRequestBody; the rest is not read (refusal limit_exceeded)
@@ -62,7 +63,10 @@ const (
 // Receiver stages the message within the receive timeout: a store that
 // does not answer in time is 503 store_unavailable, never a receipt, and
 // frees the vessel's slot. When a receipt reports the set complete the
-// Handler runs Finalize before answering (SPEC.md §11.4), on a context
+// Handler runs Finalize before answering (SPEC.md §11.4) — unless the
+// message was a resend for a snapshot the Receiver had already finalized
+// (finalize.Staged.NeedsFinalize), for which Finalize would only report
+// its outcome again — on a context
 // detached from the request and bounded by the finalize timeout; a
 // Finalize failure is reported to the Observer and never changes the
 // answer, since the receipt is already durable.
@@ -161,7 +165,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if c, ok := h.auth.(Challenger); ok {
 			w.Header().Set("WWW-Authenticate", c.Challenge(err))
 		}
-		h.plain(w, ev, http.StatusUnauthorized, OutcomeUnauthenticated, err)
+		h.unauthorized(w, ev, err)
 		return
 	}
 	ev.Vessel = origin.VesselID
@@ -186,12 +190,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), h.receiveTimeout)
 	defer cancel()
-	rc, err := h.receive(ctx, origin, body, &ev.Event)
+	st, err := h.receive(ctx, origin, body, &ev.Event)
 	if err != nil {
 		h.refuse(w, ev, StatusOf(envelope.RefusalOf(err).Class), err)
 		return
 	}
-	if rc.Complete {
+	rc := st.Receipt
+	if st.NeedsFinalize() {
 		h.finalize(r.Context(), origin.VesselID, rc.SnapshotID)
 	}
 	ev.Status, ev.Outcome = http.StatusOK, string(rc.Status)
@@ -210,32 +215,34 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 
 // receive decodes the request, checks its entity key and hands the message
 // to the Receiver, noting in ev the entity type and snapshot as far as
-// they decode. A receipt that fails its own Check is refused as
-// ErrStoreUnavailable: no answer claims what the store did not make.
-func (h *Handler) receive(ctx context.Context, origin finalize.Origin, body []byte, ev *Event) (envelope.Receipt, error) {
+// they decode, and returns what the Receiver staged: the receipt, and
+// whether the snapshot was finalized before. A receipt that fails its own
+// Check is refused as ErrStoreUnavailable: no answer claims what the store
+// did not make.
+func (h *Handler) receive(ctx context.Context, origin finalize.Origin, body []byte, ev *Event) (finalize.Staged, error) {
 	req, err := decodeRequest(body)
 	if err != nil {
-		return envelope.Receipt{}, err
+		return finalize.Staged{}, err
 	}
 	ev.EntityType = req.entityType
 	var chunk *envelope.Chunk
 	if ev.Snapshot, chunk, err = req.checkKey(); err != nil {
-		return envelope.Receipt{}, err
+		return finalize.Staged{}, err
 	}
-	var rc envelope.Receipt
+	var st finalize.Staged
 	if chunk != nil {
-		rc, err = h.recv.ReceiveDecodedChunk(ctx, origin, chunk)
+		st, err = h.recv.StageChunk(ctx, origin, chunk)
 	} else {
-		rc, err = h.recv.ReceiveManifest(ctx, origin, req.payload)
+		st, err = h.recv.StageManifest(ctx, origin, req.payload)
 	}
 	if err != nil {
-		return envelope.Receipt{}, err
+		return finalize.Staged{}, err
 	}
-	if err := rc.Check(); err != nil {
+	if err := st.Receipt.Check(); err != nil {
 		// The cause stays inside: the sender learns only the class.
-		return envelope.Receipt{}, sourcecatalog.Wrap(sourcecatalog.ErrStoreUnavailable, fmt.Errorf("the receiver made an invalid receipt: %w", err))
+		return finalize.Staged{}, sourcecatalog.Wrap(sourcecatalog.ErrStoreUnavailable, fmt.Errorf("the receiver made an invalid receipt: %w", err))
 	}
-	return rc, nil
+	return st, nil
 }
 
 // finalize runs Finalize after a complete receipt and reports it.
@@ -294,6 +301,20 @@ func (h *Handler) plain(w http.ResponseWriter, ev *reply, status int, outcome st
 	ev.Status, ev.Outcome, ev.Err = status, outcome, err
 	closeConn(w)
 	writePlain(w, status)
+	ev.hangUp = true
+}
+
+// unauthorized answers 401 for err, the Authenticator's refusal, and
+// hangs up: plain text, "Unauthorized", and the RefusalReason of err when
+// it has one (SPEC.md §11.2).
+func (h *Handler) unauthorized(w http.ResponseWriter, ev *reply, err error) {
+	ev.Status, ev.Outcome, ev.Err = http.StatusUnauthorized, OutcomeUnauthenticated, err
+	closeConn(w)
+	body := http.StatusText(http.StatusUnauthorized) + "\n"
+	if why := RefusalReason(err); why != "" {
+		body = http.StatusText(http.StatusUnauthorized) + ": " + why + "\n"
+	}
+	writeText(w, http.StatusUnauthorized, body)
 	ev.hangUp = true
 }
 

@@ -28,6 +28,9 @@ const (
 	// EventReconcile: reconciling one vessel ended, or listing the
 	// vessels with staging work failed (Vessel is uuid.Nil).
 	EventReconcile EventKind = "reconcile"
+	// EventHealth: a Health probe was answered; Err is why the check
+	// failed.
+	EventHealth EventKind = "health"
 )
 
 // Outcomes of a message that are not a receipt status or a refusal class.
@@ -70,12 +73,13 @@ type Event struct {
 	// Err is the cause behind a refusal, an authentication failure or a
 	// body read failure; for EventFinalize the error Finalize returned
 	// (why a snapshot was rejected is in Finalize.Err); for EventReconcile
-	// the error Reconcile or the VesselLister returned. It may describe
+	// the error Reconcile or the VesselLister returned; for EventHealth
+	// the error of the check. It may describe
 	// the server's internals: log it, never send it.
 	Err error
 
-	// Duration is how long the request, the Finalize call or the vessel's
-	// reconciliation took; zero for the EventFinalize of a Reconcile,
+	// Duration is how long the request, the Finalize call, the vessel's
+	// reconciliation or the health check took; zero for the EventFinalize of a Reconcile,
 	// which times the vessel as a whole.
 	Duration time.Duration
 }

@@ -65,7 +65,7 @@ func NewServer(addr string, h http.Handler, tlsConfig *tls.Config, t Timeouts, e
 }
 
 // NewInsecureServer returns an http.Server for h with NewServer's bounds
-// but plain HTTP: for a Handler built with InsecureNoAuth, on loopback or
+// but plain HTTP: for a Handler built with InsecureNoAuth or TrustedProxy, on loopback or
 // behind a proxy that terminates TLS and authenticates. Serve it with
 // srv.Serve(listener) or srv.ListenAndServe().
 func NewInsecureServer(addr string, h http.Handler, t Timeouts, errorLog *log.Logger) *http.Server {

@@ -171,12 +171,5 @@ func writeRefusal(w http.ResponseWriter, status int, f envelope.Refusal, retryAf
 // writePlain writes a text answer that is neither a receipt nor a
 // refusal: 400, 401 and 405.
 func writePlain(w http.ResponseWriter, status int) {
-	body := http.StatusText(status) + "\n"
-	h := w.Header()
-	h.Set("Content-Type", "text/plain; charset=utf-8")
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
-	_, _ = w.Write([]byte(body))
+	writeText(w, status, http.StatusText(status)+"\n")
 }

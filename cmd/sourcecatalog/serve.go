@@ -27,7 +27,7 @@ import (
 
 var serveCommand = &command{
 	name:     "serve",
-	synopsis: "--listen ADDR --store STORE --retain N|all --tls-cert FILE --tls-key FILE --client-ca FILE|--tokens FILE [FLAGS]",
+	synopsis: "--listen ADDR --store STORE --retain N|all --tls-cert FILE --tls-key FILE --client-ca FILE|--tokens FILE|--trusted-proxy CIDR [FLAGS]",
 	summary:  "run the receiver as an HTTPS service (SPEC.md §11)",
 	help: `Serve runs the shore side of the protocol as an HTTPS service (SPEC.md §11):
 each POST carries one wrapped outbox request, a manifest or a chunk, which
@@ -38,10 +38,12 @@ complete, at start-up and then every --reconcile-interval (SPEC.md §8.6).
 
 Every request is authenticated before its body is read, by a client
 certificate (--client-ca), a bearer token (--tokens), or either when both
-are given (a request presenting both must name one vessel with both). A
+are given (a request presenting both must name one vessel with both), or
+by the header of a proxy in front of serve (--trusted-proxy). A
 vessel's credentials stage only that vessel's messages. Serve has no
-fleet registry: the --client-ca and --tokens files are its registry, and
-every vessel they authenticate is taken as registered (SPEC.md §11.2).
+fleet registry: the --client-ca and --tokens files (or, with
+--trusted-proxy, the proxy's authorities) are its registry, and every
+vessel they authenticate is taken as registered (SPEC.md §11.2).
 
 Answers:
   200  the receipt: staged, or already_received for an identical resend
@@ -116,6 +118,27 @@ Flags (each at most once):
                        lowercase hex and the vessel it authenticates (a
                        line starting with '#' is a comment); at least
                        --client-ca or --tokens
+  --trusted-proxy CIDR[,CIDR]
+                       instead of --client-ca and --tokens: take the vessel
+                       from a header set by a proxy in front of serve that
+                       authenticates it (an ingress terminating mutual
+                       TLS), on connections from these addresses or
+                       prefixes only, such as 127.0.0.1 or 10.0.0.0/24.
+                       TLS is then optional: --tls-cert and --tls-key, or
+                       plain HTTP with --listen on a loopback or private
+                       address. Over plain HTTP a request with an
+                       Authorization header is 401: the proxy must not
+                       forward it
+  --trusted-proxy-header NAME
+                       the header the proxy sets to urn:uuid:VESSEL, the
+                       URI SAN of the client certificate it verified, after
+                       removing any a client sent; the header from any
+                       other address, twice, empty or otherwise spelled is
+                       401 (required with --trusted-proxy)
+  --trusted-proxy-secret-file FILE
+                       also require the one-line secret in FILE (16 to 1024
+                       visible ASCII characters) in the header
+                       X-Sourcecatalog-Proxy-Secret, which the proxy adds
   --insecure-no-auth VESSEL
                        instead of TLS and authentication: plain HTTP, every
                        request taken as sent by VESSEL, whoever sends it;
@@ -129,11 +152,16 @@ Flags (each at most once):
                        the host:port of a plain HTTP listener serving
                        GET /healthz (200 "ok" when the store answers; 503
                        "store poisoned" or "store reopening" while it
-                       heals, "store unavailable" when it does not answer)
-                       and GET /metrics (Prometheus text
-                       format), or off (default 127.0.0.1:9464). It has no
-                       authentication and names vessels: keep it on
-                       loopback or a private network for the scraper
+                       heals, "store unavailable" when it does not answer),
+                       GET /metrics (Prometheus text format), and a
+                       vessel's active catalog as JSON, GET
+                       /vessels/VESSEL/inventory (in pages: ?limit=N up to
+                       1000 and ?cursor=C, the next_cursor of the page
+                       before) and GET /vessels/VESSEL/history (the
+                       snapshots kept), or off (default 127.0.0.1:9464).
+                       It has no authentication and serves every vessel's
+                       inventory: keep it on loopback or a private network
+                       for the operators and the scraper
   --reconcile-interval DURATION
                        how often the reconciler runs, such as 90s or 5m
                        (at least 1s; default 5m)
@@ -192,6 +220,7 @@ type serveFlags struct {
 	interval                          durationFlag
 	migrate                           boolFlag
 	logFormat                         logFormatFlag
+	proxy                             proxyFlags // serveproxy.go
 }
 
 func runServe(e *env, c *command, args []string) int {
@@ -224,6 +253,7 @@ func parseServe(e *env, c *command, args []string) (*serveFlags, int, bool) {
 	fs.Var(&f.interval, "reconcile-interval", "")
 	fs.Var(&f.migrate, "migrate", "")
 	fs.Var(&f.logFormat, "log-format", "")
+	f.proxy.register(fs)
 	operands, status, ok := c.parse(e, fs, args)
 	if !ok {
 		return nil, status, false
@@ -249,6 +279,8 @@ func (f *serveFlags) check(operands []string) error {
 		return errors.New("--store is required: " + storeSpelling)
 	case !f.retain.set:
 		return errors.New("--retain N or --retain all is required: decide how many finalized snapshots each vessel keeps (see 'sourcecatalog help serve')")
+	case f.proxy.any():
+		return f.checkProxy()
 	case f.insecure.set:
 		if f.tlsCert.set || f.tlsKey.set || f.clientCA.set || f.tokens.set {
 			return errors.New("--insecure-no-auth serves plain HTTP without authentication: --tls-cert, --tls-key, --client-ca and --tokens do not go with it")
@@ -331,10 +363,10 @@ func (f *serveFlags) serve(ctx context.Context, stop func(), e *env, c *command)
 		logger.Warn("authentication is off: every request is taken as sent by the vessel", "vessel", f.insecure.id.String())
 	}
 	if adminLn != nil {
-		admin := newAdminServer(adminHandler(health.Status, st.ping, metrics, logger), errorLog)
+		admin := newAdminServer(withInventory(adminHandler(health.Status, st.ping, metrics, logger), recv, logger), errorLog)
 		servers = append(servers, admin)
 		go func() { serving <- serveOn(admin, adminLn, false) }()
-		logger.Info("admin listening", "addr", adminLn.Addr().String(), "paths", "/healthz /metrics")
+		logger.Info("admin listening", "addr", adminLn.Addr().String(), "paths", adminPaths)
 	}
 
 	reconcileCtx, stopReconciler := context.WithCancel(context.WithoutCancel(ctx))
@@ -419,6 +451,9 @@ func shutdownServers(log *slog.Logger, servers []*http.Server) bool {
 // name, with a name for the log. The TLS configuration is nil for
 // --insecure-no-auth.
 func (f *serveFlags) credentials() (httpbinding.Authenticator, *tls.Config, string, error) {
+	if f.proxy.any() {
+		return f.proxyCredentials()
+	}
 	if f.insecure.set {
 		return httpbinding.InsecureNoAuth(f.insecure.id), nil, "insecure_no_auth", nil
 	}

@@ -25,6 +25,7 @@ var brokenStores = []suite.Broken{
 	{"empty-index", "Index returns an empty slice, not nil, before the first activation", "Store/VesselAndIndex"},
 	{"reuse-buffer", "returned byte slices are a buffer reused by the next transaction", "Store/BytesOutliveTransaction"},
 	{"lose-on-reopen", "a reopened store has lost its data", "Store/ReadYourWritesAndCommit"},
+	{"ping-ignores-ctx", "Ping answers nil whatever its context", "Status/Ping"},
 	{"", "none (control): RunReopen over a memstore kept across reopens", "Store/ReadYourWritesAndCommit"},
 }
 
@@ -64,6 +65,14 @@ func (b *broken) WithVessel(ctx context.Context, vessel uuid.UUID, fn func(final
 		b.Begin(vessel)
 		return fn(&brokenTx{b: b, vessel: vessel, Tx: tx})
 	}))
+}
+
+// Ping implements finalize.Pinger; ping-ignores-ctx answers nil always.
+func (b *broken) Ping(ctx context.Context) error {
+	if b.Name == "ping-ignores-ctx" {
+		return nil
+	}
+	return b.inner.Ping(b.Ctx(ctx))
 }
 
 // brokenTx passes every call to the memstore Tx, except those its bug

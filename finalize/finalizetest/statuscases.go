@@ -2,6 +2,7 @@ package finalizetest
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"slices"
 	"testing"
@@ -18,6 +19,39 @@ import (
 var statusCases = []testCase{
 	{"VesselsListed", testVesselsListed},
 	{"VesselStatus", testVesselStatus},
+	{"Ping", testPing},
+}
+
+// testPing holds a store that is a finalize.Pinger to its contract: Ping
+// answers nil for an empty store and for one with a vessel active, answers
+// a done context with its error, and writes nothing — no vessel is listed
+// for it, the active catalog is unchanged. It is skipped for a store that
+// is not a Pinger.
+func testPing(t *testing.T, newStore NewStore) {
+	e := newEnv(t, newStore)
+	p, ok := e.store.(finalize.Pinger)
+	if !ok {
+		t.Skip("the store is not a finalize.Pinger")
+	}
+	require.NoError(t, p.Ping(e.ctx), "Ping of an empty store")
+	require.NoError(t, e.r.Ping(e.ctx), "the Receiver's Ping of an empty store")
+	if l, ok := e.store.(finalize.VesselLister); ok {
+		ids, err := l.Vessels(e.ctx, false)
+		require.NoError(t, err, "Vessels")
+		require.Empty(t, ids, "Ping creates no vessel")
+	}
+	s := e.build(1, baseInventory())
+	e.activate(s)
+	before := e.active()
+	done, cancel := context.WithCancel(e.ctx)
+	cancel()
+	err := p.Ping(done)
+	require.ErrorIs(t, err, context.Canceled, "Ping with a done context returns its error")
+	err = e.r.Ping(done)
+	require.ErrorIs(t, err, context.Canceled, "the Receiver's Ping with a done context")
+	require.ErrorIs(t, err, sourcecatalog.ErrStoreUnavailable, "the Receiver's Ping classes the context's error")
+	require.NoError(t, p.Ping(e.ctx), "Ping of a store with a vessel active")
+	require.Equal(t, before, e.active(), "Ping changes nothing")
 }
 
 // testVesselsListed gives four vessels four fates — one snapshot staging,
