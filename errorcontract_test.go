@@ -16,6 +16,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"io"
 	"io/fs"
 	"maps"
 	"math"
@@ -44,6 +45,7 @@ import (
 	outboxmem "github.com/yachtmemory/sourcecatalog/outbox/memstore"
 	"github.com/yachtmemory/sourcecatalog/outbox/outboxtest"
 	"github.com/yachtmemory/sourcecatalog/signalk"
+	"github.com/yachtmemory/sourcecatalog/storeheal"
 )
 
 // An errCase provokes one error and says which class it must wrap.
@@ -117,6 +119,22 @@ func errorCases() map[string]errCase {
 				})
 			},
 			is: is(sourcecatalog.ErrNotFound), class: nil,
+		},
+		// Package storeheal.
+		"storeheal.ErrReopening": {
+			provoke: func(t *testing.T) error {
+				h := healed(t, errors.New("poisoned"))
+				return storeheal.Receiver(h, healedStore).WithVessel(context.Background(), vesselID, func(finalize.Tx) error { return nil })
+			},
+			is: is(storeheal.ErrReopening), class: sourcecatalog.ErrStoreUnavailable,
+		},
+		"storeheal.ErrClosed": {
+			provoke: func(t *testing.T) error {
+				h := healed(t, nil)
+				require.NoError(t, h.Close())
+				return storeheal.Outbox(h, func(outbox.Store) outbox.Store { return outboxmem.New() }).WithVessel(context.Background(), vesselID, func(outbox.Tx) error { return nil })
+			},
+			is: is(storeheal.ErrClosed), class: sourcecatalog.ErrStoreUnavailable,
 		},
 		"outbox/outboxtest.ErrInjected": {
 			provoke: func(t *testing.T) error {
@@ -451,6 +469,32 @@ func records(t *testing.T) []*catalog.Record {
 	require.NoError(t, err)
 	return []*catalog.Record{p, s, o}
 }
+
+// healed returns a storeheal.Handle whose first call fails with poison,
+// when it is not nil, poisoning the handle, and whose reopen never
+// succeeds.
+func healed(t *testing.T, poison error) *storeheal.Handle[outbox.Store] {
+	opened := false
+	open := func(context.Context) (outbox.Store, io.Closer, error) {
+		if opened {
+			return nil, nil, errors.New("the store is gone")
+		}
+		opened = true
+		return outboxmem.New(), nil, nil
+	}
+	h, err := storeheal.Open(context.Background(), open, func(err error) bool { return err == poison })
+	require.NoError(t, err)
+	t.Cleanup(func() { h.Close() })
+	if poison != nil {
+		err := h.Do(func(outbox.Store) error { return poison })
+		require.Equal(t, poison, err)
+	}
+	return h
+}
+
+// healedStore is the finalize.Store of a healed Handle's outbox: never
+// called, since the Handle refuses every call.
+func healedStore(outbox.Store) finalize.Store { return memstore.New() }
 
 func cycle(t *testing.T) outbox.Cycle { return outbox.NewCycle(vesselID, cycleAt, records(t)) }
 

@@ -182,22 +182,23 @@ func isDigits(text []byte) bool {
 
 // scanNumber reads the number literal at src[start] (a minus sign or a
 // digit) and reports whether it is an integer literal: no fraction, no
-// exponent.
+// exponent. A literal outside the grammar, also one cut off by the end of
+// the text, is ErrInvalidNumber at its start, never ErrUnexpectedEnd.
 func scanNumber(src []byte, start int) (lit []byte, isInt bool, err error) {
 	i := start
 	if src[i] == '-' {
 		i++
 	}
 	switch {
-	case i >= len(src):
-		return nil, false, syntaxErr(i, ErrUnexpectedEnd)
-	case src[i] == '0':
+	case i < len(src) && src[i] == '0':
 		i++
-	case src[i] >= '1' && src[i] <= '9':
+	case i < len(src) && src[i] >= '1' && src[i] <= '9':
 		for i < len(src) && isDigit(src[i]) {
 			i++
 		}
 	default:
+		// "-x", and "-" at the end of the text: a number cut off is
+		// not a number, as "1." and "1e" are not (SPEC.md §3.4).
 		return nil, false, syntaxErr(start, ErrInvalidNumber)
 	}
 	intEnd := i
@@ -419,6 +420,11 @@ func (t *transformer) array() error {
 // each name is compared with the one before. When an object ends with its
 // members out of order, they are sorted and the object rewritten in that
 // order, in place.
+//
+// A name that repeats an earlier one is found when the object ends, or,
+// when a problem comes first, at that problem: the repeated name precedes
+// it in the text and is reported instead, so that the first problem in
+// text order is the one reported (SPEC.md §10.3).
 func (t *transformer) object() error {
 	if err := t.enter(); err != nil {
 		return err
@@ -434,39 +440,61 @@ func (t *transformer) object() error {
 		t.out = append(t.out, '}')
 		return nil
 	}
-	sorted, first := true, true
+	sorted, names, err := t.members()
+	if err != nil {
+		if !sorted {
+			return t.repeatedBefore(err, open, in, names)
+		}
+		return err
+	}
+	t.depth--
+	if !sorted {
+		if err := t.sortMembers(open, in); err != nil {
+			return err
+		}
+	}
+	t.out = append(t.out, '}')
+	return nil
+}
+
+// members reads and writes the members of the object whose '{' object
+// has read, and its '}'. It reports whether their names came in strictly
+// increasing order and how many names it read in full, also when it fails.
+func (t *transformer) members() (sorted bool, names int, err error) {
+	sorted = true
 	var prev [2]int
 	prevEscaped := false
 	for {
 		if t.i >= len(t.src) || t.src[t.i] != '"' {
-			return t.unexpected()
+			return sorted, names, t.unexpected()
 		}
-		if !first {
+		if names > 0 {
 			t.out = append(t.out, ',')
 		}
 		at := len(t.out)
 		escaped, err := t.str()
 		if err != nil {
-			return err
+			return sorted, names, err
 		}
 		name := [2]int{at + 1, len(t.out) - 1}
-		if sorted && !first && t.compare(prev, prevEscaped, name, escaped) >= 0 {
+		if sorted && names > 0 && t.compare(prev, prevEscaped, name, escaped) >= 0 {
 			sorted = false
 		}
-		first, prev, prevEscaped = false, name, escaped
+		names++
+		prev, prevEscaped = name, escaped
 		t.skipSpace()
 		if t.i >= len(t.src) || t.src[t.i] != ':' {
-			return t.unexpected()
+			return sorted, names, t.unexpected()
 		}
 		t.i++
 		t.out = append(t.out, ':')
 		t.skipSpace()
 		if err := t.value(); err != nil {
-			return err
+			return sorted, names, err
 		}
 		t.skipSpace()
 		if t.i >= len(t.src) {
-			return syntaxErr(t.i, ErrUnexpectedEnd)
+			return sorted, names, syntaxErr(t.i, ErrUnexpectedEnd)
 		}
 		switch t.src[t.i] {
 		case ',':
@@ -474,16 +502,9 @@ func (t *transformer) object() error {
 			t.skipSpace()
 		case '}':
 			t.i++
-			t.depth--
-			if !sorted {
-				if err := t.sortMembers(open, in); err != nil {
-					return err
-				}
-			}
-			t.out = append(t.out, '}')
-			return nil
+			return sorted, names, nil
 		default:
-			return t.unexpected()
+			return sorted, names, t.unexpected()
 		}
 	}
 }
@@ -499,32 +520,13 @@ func (t *transformer) compare(a [2]int, aEscaped bool, b [2]int, bEscaped bool) 
 
 // sortMembers puts in canonical order the members of the object written
 // to t.out from its '{' at open, whose own '{' is at t.src[in]. It rejects
-// duplicate names, reporting the later of two in input order.
+// a name that repeats an earlier one, reporting the first such name in
+// input order.
 func (t *transformer) sortMembers(open, in int) error {
 	out := t.out
-	mems := t.mems[:0]
-	for i := open + 1; i < len(out); i++ { // i++ steps over the comma
-		if len(mems) == cap(mems) { // doubling: at most twice what is needed
-			mems = append(make([]int, 0, 2*cap(mems)+16), mems...)
-		}
-		mems = append(mems, i)
-		i = skipValue(out, skipString(out, i)+1)
-	}
-	t.mems = mems
-	byName := func(a, b int) int { return compareAt(out, a, b) }
-	slices.SortFunc(mems, byName)
-	for k := 1; k < len(mems); k++ {
-		if byName(mems[k-1], mems[k]) == 0 {
-			// Members are written in input order: the later has the
-			// larger position, and its rank is its index in the input.
-			later, rank := max(mems[k-1], mems[k]), 0
-			for _, m := range mems {
-				if m < later {
-					rank++
-				}
-			}
-			return syntaxErr(memberOffset(t.src, in, rank), ErrDuplicateName)
-		}
+	mems := t.memberStarts(open, -1)
+	if at := firstRepeat(out, mems); at >= 0 {
+		return syntaxErr(memberOffset(t.src, in, rank(mems, at)), ErrDuplicateName)
 	}
 	first, _ := slices.BinarySearch(t.flips, open) // the object's flips
 	n := len(t.flips) - first
@@ -550,6 +552,73 @@ func (t *transformer) sortMembers(open, in int) error {
 		copy(t.flips[first:], moved)
 	}
 	return nil
+}
+
+// repeatedBefore returns the problem to report when err ends the object
+// written to t.out from its '{' at open, whose own '{' is at t.src[in],
+// after names of its member names were read in full: a duplicate name
+// among them, which precedes the problem err reports in the text, or else
+// err.
+func (t *transformer) repeatedBefore(err error, open, in, names int) error {
+	mems := t.memberStarts(open, names)
+	if at := firstRepeat(t.out, mems); at >= 0 {
+		return syntaxErr(memberOffset(t.src, in, rank(mems, at)), ErrDuplicateName)
+	}
+	return err
+}
+
+// memberStarts returns the positions in t.out of the first n members, or
+// of all when n < 0, of the object written from its '{' at open. Every
+// member but the n-th must be complete; of the n-th only the name is read.
+// The slice is t.mems, reused.
+func (t *transformer) memberStarts(open, n int) []int {
+	out := t.out
+	mems := t.mems[:0]
+	for i := open + 1; i < len(out); i++ { // i++ steps over the comma
+		if len(mems) == cap(mems) { // doubling: at most twice what is needed
+			mems = append(make([]int, 0, 2*cap(mems)+16), mems...)
+		}
+		mems = append(mems, i)
+		if len(mems) == n {
+			break
+		}
+		i = skipValue(out, skipString(out, i)+1)
+	}
+	t.mems = mems
+	return mems
+}
+
+// firstRepeat sorts mems, the positions in out of an object's members, by
+// name and then by position, and returns the position of the first member
+// in input order whose name repeats an earlier member's, or -1.
+func firstRepeat(out []byte, mems []int) int {
+	slices.SortFunc(mems, func(a, b int) int {
+		if c := compareAt(out, a, b); c != 0 {
+			return c
+		}
+		return a - b
+	})
+	first := -1
+	for k := 1; k < len(mems); k++ {
+		// Members are written in input order: of equal names, the later
+		// has the larger position, and sorts after.
+		if (first < 0 || mems[k] < first) && compareAt(out, mems[k-1], mems[k]) == 0 {
+			first = mems[k]
+		}
+	}
+	return first
+}
+
+// rank returns the index in input order of the member at position at:
+// the number of members written before it.
+func rank(mems []int, at int) int {
+	n := 0
+	for _, m := range mems {
+		if m < at {
+			n++
+		}
+	}
+	return n
 }
 
 // compareAt compares the names of the members at out[a] and out[b], escapes

@@ -1339,6 +1339,11 @@ func TestCheckSeveralProblems(t *testing.T) {
 			want:  []loc{{2, "path"}, {1, "path"}},
 		},
 		{
+			name:  "duplicate observation of an unknown source: reported once each way",
+			items: []string{"p:a", "s:x", "o:a:y", "o:a:y"},
+			want:  []loc{{3, "path"}, {2, "source_ref"}, {1, "source_ref"}},
+		},
+		{
 			name:  "several out of order: only order is reported",
 			items: []string{"o:a:x", "s:x", "p:a", "p:b"},
 			want:  []loc{{1, ""}, {2, ""}},

@@ -157,6 +157,9 @@ func (c *checker) run() {
 	referenced := make([]bool, len(srcs))
 	last := -1
 	for i := sources; i < len(keys); i++ {
+		if i > sources && keys[i] == keys[i-1] {
+			continue // a duplicate observation, reported above, counts once (SPEC.md §5.2)
+		}
 		ref := keys[i].SourceRef
 		if last < 0 || srcs[last].SourceRef != ref {
 			k, found := slices.BinarySearchFunc(srcs, ref, func(s Key, ref string) int {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -56,6 +57,14 @@ type Outcome struct {
 
 	// Usage is the vessel's usage of its staging bounds after the call.
 	Usage Usage
+
+	// SupersededByActive counts, after the call, the vessel's retained
+	// snapshots that the active snapshot superseded: finalized Superseded
+	// after it was activated. A count that keeps growing means the vessel
+	// sends revisions below one it sent before — its on-board store was
+	// lost or restored (SPEC.md §2.4, §8.4) — and none of them will
+	// activate.
+	SupersededByActive int
 }
 
 // Finalize verifies a staged snapshot and, when it is complete, valid and
@@ -102,7 +111,9 @@ func (r *Receiver) finalizeVessel(ctx context.Context, vesselID, snapshotID uuid
 		if result, err = r.finalize(ctx, tx, &out); err != nil {
 			return err
 		}
-		out.Usage, _, err = r.usage(ctx, tx)
+		var all []Snapshot
+		out.Usage, all, err = r.usage(ctx, tx)
+		out.SupersededByActive = supersededByActive(all, out.ActiveRevision, out.ActiveSnapshot)
 		return err
 	})
 	if err != nil {
@@ -152,7 +163,7 @@ func (r *Receiver) finalize(ctx context.Context, tx Tx, out *Outcome) (result, e
 	switch m := &snap.Manifest; {
 	case m.Revision < v.ActiveRevision:
 		out.Status = Superseded
-		return nil, r.finish(ctx, tx, &s, StateSuperseded, Superseded, "")
+		return nil, r.finish(ctx, tx, &s, StateSuperseded, Superseded, supersededBy(v.ActiveRevision, v.ActiveSnapshot))
 	case m.Revision == v.ActiveRevision && m.DocumentSHA256 != v.ActiveDocument:
 		out.Status, out.Err = Rejected, revisionConflict()
 		return out.Err, r.finish(ctx, tx, &s, StateRejected, Rejected, out.Err.Error())
@@ -183,6 +194,27 @@ func finalStatus(s Snapshot, v VesselState) OutcomeStatus {
 		return Superseded // its twin was replaced since
 	}
 	return s.Final
+}
+
+// supersededBy is the Reason a snapshot finalized Superseded keeps: the
+// active snapshot that superseded it.
+func supersededBy(revision int64, snapshot uuid.UUID) string {
+	return fmt.Sprintf("revision %d, snapshot %s, was active", revision, snapshot)
+}
+
+// supersededByActive counts the snapshots of all that the active snapshot
+// (revision, snapshot) superseded, by the Reason they keep.
+func supersededByActive(all []Snapshot, revision int64, snapshot uuid.UUID) int {
+	if snapshot == uuid.Nil {
+		return 0
+	}
+	reason, n := supersededBy(revision, snapshot), 0
+	for _, s := range all {
+		if s.State == StateSuperseded && s.Final == Superseded && s.Reason == reason {
+			n++
+		}
+	}
+	return n
 }
 
 func revisionConflict() error {

@@ -55,6 +55,11 @@ type VesselStatus struct {
 	// equal revisions, by id).
 	Snapshots []SnapshotStatus
 	Usage     Usage
+	// SupersededByActive counts the staged snapshots that the active
+	// snapshot superseded since it was activated, as
+	// Outcome.SupersededByActive does: more than a few, growing, flag a
+	// vessel whose revisions went backwards (SPEC.md §8.4).
+	SupersededByActive int
 }
 
 // A SnapshotStatus describes one staged snapshot.
@@ -63,7 +68,8 @@ type SnapshotStatus struct {
 	Revision int64
 	State    SnapshotState
 	// Final is the outcome that finalized the snapshot, "" while
-	// staging; Reason says why it was rejected.
+	// staging; Reason says why it was rejected, or which active snapshot
+	// superseded it.
 	Final  OutcomeStatus
 	Reason string
 
@@ -127,6 +133,7 @@ func (r *Receiver) Status(ctx context.Context, vesselID uuid.UUID) (VesselStatus
 			}
 			st.Snapshots = append(st.Snapshots, ss)
 		}
+		st.SupersededByActive = supersededByActive(all, st.Active.ActiveRevision, st.Active.ActiveSnapshot)
 		return nil
 	})
 	if err != nil {

@@ -153,7 +153,8 @@ type Snapshot struct {
 	ChunksStaged int   // number of chunks staged
 	StagedBytes  int64 // canonical bytes of the manifest and chunks
 
-	// Reason is why a snapshot was rejected, for people.
+	// Reason is why a snapshot was rejected, or, for one finalized
+	// Superseded, the active snapshot that superseded it; for people.
 	Reason string
 	// Final is the outcome that finalized the snapshot, "" while staging.
 	Final OutcomeStatus

@@ -4,7 +4,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 
@@ -62,13 +61,14 @@ func (a insecureNoAuth) Authenticate(*http.Request) (finalize.Origin, error) { r
 // verifies itself against ClientCAs, for client authentication, at the
 // time of the request (crypto/tls only asks for it: see
 // [ServerTLSConfig]), so that every refusal is a 401 the Handler answers
-// and observes. The vessel id is the certificate's one URI SAN of the form
+// and observes. The vessel id is the certificate's one URI SAN, of the form
 // urn:uuid:<uuid>, the UUID in canonical lowercase form (SPEC.md §2.1). A
 // request without a certificate is ErrNoCredentials; a certificate that
 // does not verify — expired, of another CA, whose extended key usage does
 // not name client authentication (none at all included, though x509 would
 // take that for any use), or any certificate when ClientCAs is nil — or
-// that names no vessel, several, or a nil UUID is ErrBadCredentials.
+// that does not name one vessel ([VesselOfCertificate]) is
+// ErrBadCredentials.
 type MutualTLS struct {
 	ClientCAs *x509.CertPool // the authorities client certificates must chain to
 }
@@ -106,23 +106,26 @@ func (m MutualTLS) Authenticate(r *http.Request) (finalize.Origin, error) {
 }
 
 // VesselOfCertificate returns the vessel id a client certificate names: its
-// one URI SAN urn:uuid:<uuid> (the namespace "uuid" in any case, RFC
-// 8141; the UUID in canonical lowercase form). It does not verify the
-// certificate. Errors wrap ErrBadCredentials.
+// one URI SAN, urn:uuid:<uuid> (the namespace "uuid" in any case, RFC
+// 8141; the UUID in canonical lowercase form; no query or fragment).
+// A certificate with no URI SAN, with several — whatever their schemes, so
+// that a certificate naming the vessel and also https://boat.example/ is
+// refused — or whose one URI SAN is anything else names no vessel
+// (SPEC.md §11.2). SANs of other kinds (DNS names, addresses) are not
+// looked at. It does not verify the certificate. Errors wrap
+// ErrBadCredentials.
 func VesselOfCertificate(cert *x509.Certificate) (uuid.UUID, error) {
-	var found []*url.URL
-	for _, u := range cert.URIs {
-		if u.Scheme == "urn" && strings.HasPrefix(strings.ToLower(u.Opaque), "uuid:") {
-			found = append(found, u)
-		}
+	if len(cert.URIs) != 1 {
+		return uuid.Nil, badCredentials("the certificate must carry exactly one urn:uuid: URI SAN and no other URI SAN")
 	}
-	if len(found) != 1 {
-		return uuid.Nil, badCredentials("the certificate must carry exactly one urn:uuid: URI SAN")
+	u := cert.URIs[0]
+	if u.Scheme != "urn" || !strings.HasPrefix(strings.ToLower(u.Opaque), "uuid:") {
+		return uuid.Nil, badCredentials("the certificate's URI SAN is not urn:uuid:<vessel>")
 	}
-	if u := found[0]; u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.RawFragment != "" {
+	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.RawFragment != "" {
 		return uuid.Nil, badCredentials("the certificate's urn:uuid: SAN has a query or a fragment")
 	}
-	id, err := envelope.ParseUUID(found[0].Opaque[len("uuid:"):])
+	id, err := envelope.ParseUUID(u.Opaque[len("uuid:"):])
 	if err != nil {
 		return uuid.Nil, badCredentials("the certificate's urn:uuid: SAN is not a canonical lowercase UUID")
 	}

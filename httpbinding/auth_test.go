@@ -18,6 +18,7 @@ import (
 	"github.com/yachtmemory/sourcecatalog"
 	"github.com/yachtmemory/sourcecatalog/envelope"
 	"github.com/yachtmemory/sourcecatalog/finalize"
+	"github.com/yachtmemory/sourcecatalog/finalize/memstore"
 	"github.com/yachtmemory/sourcecatalog/httpbinding"
 	"github.com/yachtmemory/sourcecatalog/internal/testpki"
 )
@@ -92,6 +93,19 @@ func TestMutualTLSCredentials(t *testing.T) {
 		{"missing", func() *tls.Certificate { return nil }},
 		{"no urn:uuid SAN", func() *tls.Certificate { c := r.ca.clientWith(t); return &c }},
 		{"two urn:uuid SANs", func() *tls.Certificate { return &twoSANs }},
+		// Exactly one URI SAN, whatever the others' schemes.
+		{"urn:uuid and an https SAN", func() *tls.Certificate {
+			c := r.ca.clientWith(t, testpki.VesselURI(vesselA), &url.URL{Scheme: "https", Host: "boat.example", Path: "/"})
+			return &c
+		}},
+		{"a spiffe SAN then urn:uuid", func() *tls.Certificate {
+			c := r.ca.clientWith(t, &url.URL{Scheme: "spiffe", Host: "fleet.example", Path: "/boat"}, testpki.VesselURI(vesselA))
+			return &c
+		}},
+		{"an https SAN only", func() *tls.Certificate {
+			c := r.ca.clientWith(t, &url.URL{Scheme: "https", Host: "boat.example", Path: "/"})
+			return &c
+		}},
 		{"urn:uuid with a query", func() *tls.Certificate {
 			c := r.ca.clientWith(t, &url.URL{Scheme: "urn", Opaque: "uuid:" + vesselA.String(), RawQuery: "x=1"})
 			return &c
@@ -226,4 +240,64 @@ func TestMutualTLSVerifiesItself(t *testing.T) {
 	defer c.CloseIdleConnections()
 	_, err = c.Send(context.Background(), commitCycle(t, vesselA, uuid.Nil, "nav", 1).entries[0])
 	require.ErrorIs(t, err, httpbinding.ErrUnauthorized)
+}
+
+// On a connection without TLS an Authorization header is 401 whatever
+// the Authenticator — InsecureNoAuth, which would take the request for
+// its vessel, included: a credential sent in clear is taken as leaked,
+// and the request stages nothing (SPEC.md §11.2). Without one,
+// InsecureNoAuth serves.
+func TestCredentialsInClearAreRefused(t *testing.T) {
+	tokens, err := httpbinding.ParseTokens(strings.NewReader(httpbinding.TokenHash("tok", vesselA)))
+	require.NoError(t, err)
+	auths := []struct {
+		name string
+		auth httpbinding.Authenticator
+	}{
+		{"InsecureNoAuth", httpbinding.InsecureNoAuth(vesselA)},
+		{"Tokens", tokens},
+		{"MutualTLS", httpbinding.MutualTLS{ClientCAs: newCA(t, "operator CA").pool}},
+	}
+	headers := [][]string{{"Bearer tok"}, {"Bearer unknown"}, {"Basic dXNlcjpwYXNz"}, {"Bearer tok", "Bearer tok"}, nil}
+	for _, a := range auths {
+		t.Run(a.name, func(t *testing.T) {
+			events := &eventLog{}
+			store := memstore.New()
+			recv := finalize.NewReceiver(store)
+			h := httpbinding.NewHandler(recv, a.auth, httpbinding.WithObserver(events.observe))
+			srv := httptest.NewServer(h)
+			defer srv.Close()
+			e := commitCycle(t, vesselA, uuid.Nil, "nav", 1).entries[0]
+			for _, values := range headers {
+				req, err := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(string(wrap(e))))
+				require.NoError(t, err)
+				req.Header.Set("Content-Type", "application/json")
+				for _, v := range values {
+					req.Header.Add("Authorization", v)
+				}
+				resp, err := srv.Client().Do(req)
+				require.NoError(t, err)
+				resp.Body.Close()
+				ev := events.of(httpbinding.EventMessage)
+				last := ev[len(ev)-1]
+				if values == nil {
+					want := map[string]int{"InsecureNoAuth": http.StatusOK}[a.name]
+					if want == 0 {
+						want = http.StatusUnauthorized
+					}
+					assert.Equal(t, want, resp.StatusCode, "no Authorization")
+					continue
+				}
+				assert.Equal(t, http.StatusUnauthorized, resp.StatusCode, "%q", values)
+				assert.Equal(t, `Bearer realm="sourcecatalog", error="invalid_token"`, resp.Header.Get("WWW-Authenticate"))
+				assert.Equal(t, httpbinding.OutcomeUnauthenticated, last.Outcome)
+				assert.ErrorIs(t, last.Err, httpbinding.ErrBadCredentials)
+				assert.Contains(t, last.Err.Error(), "without TLS")
+			}
+			u, err := recv.Usage(context.Background(), vesselA)
+			require.NoError(t, err)
+			staged := map[string]int64{"InsecureNoAuth": 1}[a.name]
+			assert.Equal(t, staged, u.IncompleteSnapshots.Used, "only the request without credentials staged")
+		})
+	}
 }

@@ -43,9 +43,12 @@
 // client authentication and within their validity; a request whose
 // certificate fails is answered 401, like one without. Bearer tokens are
 // kept as SHA-256 hashes, compared in constant time, and refused over a
-// connection without TLS.
-// Every read is bounded: the body (32,768 bytes, the rest never read), the
-// header, each phase of a connection in time, the answer the Client reads
-// (envelope.MaxAnswerSize). Refusals never carry a cause's text, which
-// may describe the server's internals; the Observer gets it.
+// connection without TLS; so is every Authorization header on a connection
+// without TLS, whatever the Authenticator.
+// Every read is bounded: the body (32,768 bytes, the rest never
+// interpreted, and dropped for at most 1 MiB and 2 s after an early answer
+// so that the sender can read it), the header, each phase of a connection
+// in time, the answer the Client reads (envelope.MaxAnswerSize). A
+// refusal's message is its class's text alone, never a detail or a cause,
+// which may describe the server's internals; the Observer gets it.
 package httpbinding

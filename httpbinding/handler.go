@@ -1,10 +1,13 @@
 package httpbinding
 
 import (
+	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"time"
 
@@ -30,7 +33,10 @@ const (
 // The answers, in the order the checks run:
 //
 //	405 a method other than POST (Allow: POST; plain text)
-//	401 the Authenticator refused (WWW-Authenticate from a Challenger; plain text)
+//	401 an Authorization header on a connection without TLS, whatever the
+//	    Authenticator (InsecureNoAuth included; WWW-Authenticate: Bearer
+//	    with error="invalid_token"), or the Authenticator refused
+//	    (WWW-Authenticate from a Challenger; plain text)
 //	415 a Content-Type other than application/json, or several (refusal unsupported)
 //	429 the vessel has its limit of requests in flight (refusal store_unavailable; Retry-After)
 //	413 a body over MaxRequestBody; the rest is not read (refusal limit_exceeded)
@@ -41,10 +47,18 @@ const (
 //	503 staging_exhausted, store_unavailable (Retry-After)
 //	200 the receipt, only once the Receiver staged the message durably
 //
+// A refusal's message is its class's text alone (sourcecatalog's class
+// error, such as "store unavailable"), never a detail or a cause: those
+// go to the Observer (SPEC.md §11.3).
+//
 // Every answer given before the body is read in full (405, 401, 415,
-// 429, 413, 400) hangs up after it, so that an unread body is never read;
-// so does every answer to a request sent with a Transfer-Encoding
-// (RFC 9112 §6.3: a Content-Length beside it cannot be trusted). The
+// 429, 413, 400) hangs up after it, so that an unread body is never
+// interpreted; so does every answer to a request sent with a
+// Transfer-Encoding (RFC 9112 §6.3: a Content-Length beside it cannot be
+// trusted). Hanging up is a bounded lingering close: the answer is sent,
+// the write side closed, and what the sender still sends is dropped until
+// it closes, for at most 1 MiB and 2 s, so that the sender reads the
+// answer instead of a connection reset. The
 // Receiver stages the message within the receive timeout: a store that
 // does not answer in time is 503 store_unavailable, never a receipt, and
 // frees the vessel's slot. When a receipt reports the set complete the
@@ -133,6 +147,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		h.plain(w, ev, http.StatusMethodNotAllowed, OutcomeMethodNotAllowed, nil)
+		return
+	}
+	if r.TLS == nil && len(r.Header.Values("Authorization")) > 0 {
+		// Whatever the Authenticator, InsecureNoAuth included: a
+		// credential sent in clear is to be taken as leaked (SPEC.md §11.2).
+		w.Header().Set("WWW-Authenticate", challengeInvalidToken)
+		h.plain(w, ev, http.StatusUnauthorized, OutcomeUnauthenticated, errCredentialsInClear)
 		return
 	}
 	origin, err := h.auth.Authenticate(r)
@@ -236,11 +257,27 @@ type reply struct {
 	hangUp bool
 }
 
-// refuse answers the refusal of err with status.
+// refuse answers the refusal of err with status; the Observer gets err.
 func (h *Handler) refuse(w http.ResponseWriter, ev *reply, status int, err error) {
-	f := envelope.RefusalOf(err)
+	f := refusalOf(err)
 	ev.Status, ev.Outcome, ev.Err = status, sourcecatalog.WireName(f.Class), err
 	writeRefusal(w, status, f, h.retryAfter)
+}
+
+// refusalOf returns the refusal the binding sends for err (SPEC.md
+// §11.3): the class and location of its first problem, as
+// envelope.RefusalOf finds them, with the class's own text as the message
+// — never a detail or a cause, which may come from the store and describe
+// the server's internals (a file name, a driver's message, a lock). A
+// refusal of staging_exhausted or store_unavailable, which is about the
+// receiver and not the message, has no location either.
+func refusalOf(err error) envelope.Refusal {
+	f := envelope.RefusalOf(err)
+	f.Message = f.Class.Error()
+	if f.Class == sourcecatalog.ErrStoreUnavailable || f.Class == sourcecatalog.ErrStagingExhausted {
+		f.Chunk, f.Record, f.Field = sourcecatalog.NoIndex, sourcecatalog.NoIndex, ""
+	}
+	return f
 }
 
 // refuseUnread answers the refusal of err with status before the body
@@ -264,11 +301,13 @@ func (h *Handler) plain(w http.ResponseWriter, ev *reply, status int, outcome st
 // also stops net/http from draining the body before answering.
 func closeConn(w http.ResponseWriter) { w.Header().Set("Connection", "close") }
 
-// hangUp sends the answer written so far and closes the connection at
-// once: net/http would otherwise read up to 256 KiB of an unread body
-// after the handler returns, hoping to reuse the connection. Where the
-// connection cannot be taken over (HTTP/2, a recorder), Connection: close
-// is the fallback.
+// hangUp sends the answer written so far and closes the connection with
+// a bounded lingering close (lingeringClose): net/http would otherwise
+// read up to 256 KiB of an unread body after the handler returns, hoping
+// to reuse the connection, or close it with the body unread, which makes
+// the kernel reset it and can destroy the answer before the sender reads
+// it. Where the connection cannot be taken over (HTTP/2, a recorder),
+// Connection: close is the fallback.
 func hangUp(w http.ResponseWriter) {
 	rc := http.NewResponseController(w)
 	if rc.Flush() != nil {
@@ -278,11 +317,48 @@ func hangUp(w http.ResponseWriter) {
 	if err != nil {
 		return
 	}
-	_ = conn.SetWriteDeadline(time.Now().Add(hangUpTimeout))
-	_ = buf.Flush()
-	_ = conn.Close()
+	lingeringClose(conn, buf)
 }
 
-// hangUpTimeout bounds sending what is left of an answer before hanging
-// up.
-const hangUpTimeout = 5 * time.Second
+// Bounds of a lingering close: what is left of an answer is sent within
+// hangUpTimeout; then at most lingerBytes of the sender's unread bytes are
+// read and dropped, within lingerTimeout.
+const (
+	hangUpTimeout = 5 * time.Second
+	lingerBytes   = 1 << 20
+	lingerTimeout = 2 * time.Second
+)
+
+// lingeringClose sends what buf holds of the answer, closes the
+// connection's write side (TLS close_notify, then a TCP FIN), and reads
+// and drops what the sender still sends — the rest of a body it was
+// sending when the answer came — until it closes its side, lingerBytes
+// were dropped or lingerTimeout passed, and only then closes the
+// connection. Closing a socket with bytes unread makes the kernel answer
+// with a reset, and a reset can make the sender's kernel drop the answer
+// it received but has not yet read: the sender would see a network fault,
+// not the answer, and send again. Nothing read is ever interpreted.
+func lingeringClose(conn net.Conn, buf *bufio.ReadWriter) {
+	defer conn.Close()
+	_ = conn.SetWriteDeadline(time.Now().Add(hangUpTimeout))
+	if buf.Flush() != nil || closeWrite(conn) != nil {
+		return
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(lingerTimeout))
+	_, _ = io.CopyN(io.Discard, buf.Reader, lingerBytes)
+}
+
+// closeWrite closes the write side of conn: over TLS the close_notify
+// alert, then the TCP connection's write half where there is one.
+func closeWrite(conn net.Conn) error {
+	if tc, ok := conn.(*tls.Conn); ok {
+		if err := tc.CloseWrite(); err != nil {
+			return err
+		}
+		conn = tc.NetConn()
+	}
+	if hc, ok := conn.(interface{ CloseWrite() error }); ok {
+		return hc.CloseWrite()
+	}
+	return nil
+}

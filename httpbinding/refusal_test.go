@@ -60,6 +60,7 @@ func TestRefusalsAreLocated(t *testing.T) {
 			assert.Equal(t, tc.chunk, f.Chunk, "%s", a.body)
 			assert.Equal(t, tc.record, f.Record, "%s", a.body)
 			assert.Equal(t, tc.field, f.Field, "%s", a.body)
+			assert.Equal(t, tc.class.Error(), f.Message, "the class's text alone")
 			ev := r.events.of(httpbinding.EventMessage)
 			assert.Equal(t, sourcecatalog.WireName(tc.class), ev[len(ev)-1].Outcome)
 		})

@@ -139,7 +139,7 @@ func (t *Tokens) Authenticate(r *http.Request) (finalize.Origin, error) {
 		return finalize.Origin{}, ErrNoCredentials
 	}
 	if r.TLS == nil {
-		return finalize.Origin{}, badCredentials("a bearer token over a connection without TLS")
+		return finalize.Origin{}, errCredentialsInClear
 	}
 	scheme, token, ok := strings.Cut(auth[0], " ")
 	if len(auth) != 1 || !ok || !strings.EqualFold(scheme, "Bearer") || !isB64Token(token) {
@@ -158,12 +158,22 @@ func (t *Tokens) Authenticate(r *http.Request) (finalize.Origin, error) {
 	return finalize.Origin{VesselID: t.vessels[match]}, nil
 }
 
+// The challenges of a 401 (RFC 6750 §3): without a token, and refusing
+// one.
+const (
+	challengeBearer       = `Bearer realm="sourcecatalog"`
+	challengeInvalidToken = `Bearer realm="sourcecatalog", error="invalid_token"`
+)
+
+// errCredentialsInClear refuses credentials sent without TLS.
+var errCredentialsInClear = badCredentials("credentials over a connection without TLS")
+
 // Challenge implements Challenger (RFC 6750 §3).
 func (t *Tokens) Challenge(err error) string {
 	if errors.Is(err, ErrNoCredentials) {
-		return `Bearer realm="sourcecatalog"`
+		return challengeBearer
 	}
-	return `Bearer realm="sourcecatalog", error="invalid_token"`
+	return challengeInvalidToken
 }
 
 // isB64Token reports whether s is 1 to MaxTokenBytes characters of RFC

@@ -73,9 +73,9 @@ func (t *outboxTx) check() {
 	}
 }
 
-func (t *outboxTx) NextRevision(ctx context.Context) (int64, error) {
+func (t *outboxTx) NextRevision(ctx context.Context, floor int64) (int64, error) {
 	t.check()
-	rev := t.last + 1
+	rev := max(t.last+1, floor)
 	_, err := t.tx.ExecContext(ctx, `UPDATE signalk_catalog_outbox_vessels_v2 SET last_revision = ? WHERE vessel_id = ?`, rev, t.vessel)
 	if err != nil {
 		return 0, wrap("allocate revision", err)

@@ -66,7 +66,8 @@ func TestOutboxRows(t *testing.T) {
 
 	var last int64
 	require.NoError(t, db.QueryRowContext(ctx, `SELECT last_revision FROM signalk_catalog_outbox_vessels_v2 WHERE vessel_id = ?`, vessel[:]).Scan(&last))
-	assert.Equal(t, int64(1), last)
+	assert.Equal(t, t0.UnixMilli(), com.Revision, "a fresh store's revision is floored by the discovery time (SPEC.md §2.4)")
+	assert.Equal(t, com.Revision, last, "the floored revision is the counter's")
 }
 
 // TestOutboxAcrossProcesses commits cycles of one vessel from separate
@@ -89,7 +90,8 @@ func TestOutboxAcrossProcesses(t *testing.T) {
 			}
 			defer own.Close()
 			c := outbox.NewCycle(vessel, t0, catalogOf(t, 20+i, catalog.UnitOf("m"), fmt.Sprintf("w%d", i)))
-			com, err := outbox.NewWriter(mysqlstore.NewOutbox(own)).Commit(context.Background(), c)
+			// Counted, so that the revisions show the serialisation.
+			com, err := outbox.NewWriter(mysqlstore.NewOutbox(own), outbox.WithRevisionFloor(false)).Commit(context.Background(), c)
 			revs[i], errs[i] = com.Revision, err
 		}()
 	}
@@ -124,7 +126,7 @@ func TestOutboxRetriesTransientFailures(t *testing.T) {
 	var kept outbox.Entry
 	err := store.WithVessel(ctx, vessel, func(tx outbox.Tx) error {
 		runs++
-		rev, err := tx.NextRevision(ctx)
+		rev, err := tx.NextRevision(ctx, 0)
 		if err != nil {
 			return err
 		}
@@ -144,7 +146,7 @@ func TestOutboxRetriesTransientFailures(t *testing.T) {
 	runs = 0
 	err = store.WithVessel(ctx, vessel, func(tx outbox.Tx) error {
 		runs++
-		if _, err := tx.NextRevision(ctx); err != nil {
+		if _, err := tx.NextRevision(ctx, 0); err != nil {
 			return err
 		}
 		return &deadlock{1205}
@@ -158,7 +160,7 @@ func TestOutboxRetriesTransientFailures(t *testing.T) {
 		pending, err := tx.Pending(ctx, 10)
 		require.NoError(t, err)
 		require.Equal(t, []outbox.Entry{kept}, pending, "only the committed run's entry")
-		rev, err := tx.NextRevision(ctx)
+		rev, err := tx.NextRevision(ctx, 0)
 		require.NoError(t, err)
 		require.Equal(t, int64(2), rev)
 		return nil

@@ -307,12 +307,12 @@ func TestLostTransactionCommitsNothing(t *testing.T) {
 	box := mysqlstore.NewOutbox(db, mysqlstore.WithRetries(1))
 	mysqlstore.EndOutboxTransactions(box, mysqlstore.AfterLock, 2)
 	err = box.WithVessel(ctx, vessel, func(tx outbox.Tx) error {
-		_, err := tx.NextRevision(ctx)
+		_, err := tx.NextRevision(ctx, 0)
 		return err
 	})
 	require.ErrorIs(t, err, mysqlstore.ErrTransactionLost)
 	require.NoError(t, box.WithVessel(ctx, vessel, func(tx outbox.Tx) error {
-		rev, err := tx.NextRevision(ctx)
+		rev, err := tx.NextRevision(ctx, 0)
 		assert.Equal(t, int64(1), rev, "the lost transactions allocated nothing")
 		return err
 	}))

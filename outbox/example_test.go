@@ -75,8 +75,10 @@ func Example() {
 		Path: "navigation.speedOverGround", SourceRef: "can0.0123456789abcdef", ValueType: catalog.Number,
 	})
 
-	// On board: one transaction allocates the revision and writes the
-	// manifest and chunks as pending entries.
+	// On board: one transaction allocates the revision — floored by the
+	// discovery time in milliseconds, so that a replaced store starts above
+	// every revision sent before (SPEC.md §2.4) — and writes the manifest
+	// and chunks as pending entries.
 	store := outboxmem.New()
 	cycle := outbox.NewCycle(vessel, time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC), []*catalog.Record{path, source, obs})
 	commit, err := outbox.NewWriter(store).Commit(ctx, cycle)
@@ -102,8 +104,8 @@ func Example() {
 		}
 	}
 	// Output:
-	// board: committed revision 1 as 2 entries
+	// board: committed revision 1777636800000 as 2 entries
 	// board: sent 2, delivered 1, 1 remaining
-	// shore: finalize: activated revision 1
+	// shore: finalize: activated revision 1777636800000
 	// board: sent 1, delivered 1, 0 remaining
 }

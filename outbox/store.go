@@ -42,9 +42,12 @@ type Store interface {
 // done.
 type Tx interface {
 	// NextRevision allocates the vessel's next revision: one more than the
-	// last allocated (1 for the first), persisted with the transaction. A
-	// revision whose transaction commits is never handed out again.
-	NextRevision(ctx context.Context) (int64, error)
+	// last allocated (1 for the first), or floor when floor is larger,
+	// persisted with the transaction as the last allocated. A revision
+	// whose transaction commits is never handed out again. A floor of 0
+	// or less floors nothing; the Writer passes at most
+	// sourcecatalog.MaxRevision (SPEC.md §2.4).
+	NextRevision(ctx context.Context, floor int64) (int64, error)
 
 	// Entries returns the entries of a snapshot in entity order (manifest
 	// first, then chunks by index), or sourcecatalog.ErrNotFound.

@@ -36,14 +36,57 @@ func NewCycle(vesselID uuid.UUID, discoveredAt time.Time, records []*catalog.Rec
 // A Writer commits discovery cycles to a Store. It is safe for concurrent
 // use and keeps no state of its own.
 type Writer struct {
-	store Store
-	opts  []envelope.Option
+	store   Store
+	opts    []envelope.Option
+	counted bool             // no revision floor
+	now     func() time.Time // the clock that caps the floor
 }
 
-// NewWriter returns a Writer over store; opts (such as envelope.WithWrapper
-// for the integrator's outbox request format) are passed to envelope.Build.
-func NewWriter(store Store, opts ...envelope.Option) *Writer {
-	return &Writer{store: store, opts: opts}
+// A WriterOption configures a Writer.
+type WriterOption func(*Writer)
+
+// WithBuildOptions passes opts (such as envelope.WithWrapper for the
+// integrator's outbox request format) to envelope.Build.
+func WithBuildOptions(opts ...envelope.Option) WriterOption {
+	return func(w *Writer) { w.opts = append(w.opts, opts...) }
+}
+
+// WithRevisionFloor turns the revision floor of SPEC.md §2.4 on (the
+// default) or off. With it on, a cycle's revision is the larger of one
+// more than the store's last revision and the cycle's DiscoveredAt in
+// whole milliseconds since 1970-01-01T00:00:00Z, that time taken no later
+// than the Writer's clock (time.Now) when the cycle commits; a time before
+// 1970 floors nothing. A store that was emptied, replaced or restored from
+// an old copy therefore starts above every revision it allocated before,
+// given a clock that moved on since. Off, revisions count 1, 2, 3 from an
+// empty store, which §2.4 does not allow for a vessel's real outbox: it is
+// for demonstrations and tests.
+func WithRevisionFloor(on bool) WriterOption { return func(w *Writer) { w.counted = !on } }
+
+// NewWriter returns a Writer over store, with the revision floor on unless
+// an option turns it off.
+func NewWriter(store Store, opts ...WriterOption) *Writer {
+	w := &Writer{store: store, now: time.Now}
+	for _, o := range opts {
+		o(w)
+	}
+	return w
+}
+
+// revisionFloor is the floor SPEC.md §2.4 puts under the revision of a
+// cycle discovered at at and committed at now: the earlier of the two in
+// whole milliseconds since the Unix epoch; 0, no floor, for a time before
+// the epoch or after the year 9999, which envelope.Build refuses. Every
+// floor is at most 253,402,300,799,999 (the end of the year 9999), far
+// below sourcecatalog.MaxRevision.
+func revisionFloor(at, now time.Time) int64 {
+	if now.Before(at) {
+		at = now
+	}
+	if at.Year() > 9999 || at.Before(time.Unix(0, 0)) {
+		return 0
+	}
+	return at.UnixMilli()
 }
 
 // A Commit is a committed cycle: its revision and outbox entries.
@@ -56,7 +99,8 @@ type Commit struct {
 }
 
 // Commit persists the cycle as outbox entries in one transaction: it
-// allocates the vessel's next revision, builds the snapshot, checks every
+// allocates the vessel's next revision (floored as WithRevisionFloor
+// says), builds the snapshot, checks every
 // entry's bytes against its digest and writes all entries as pending.
 //
 // Committing a cycle whose transaction already committed returns the same
@@ -80,7 +124,11 @@ func (w *Writer) Commit(ctx context.Context, c Cycle) (Commit, error) {
 		case !errors.Is(err, sourcecatalog.ErrNotFound):
 			return err
 		}
-		rev, err := tx.NextRevision(ctx)
+		var floor int64
+		if !w.counted {
+			floor = revisionFloor(c.DiscoveredAt, w.now())
+		}
+		rev, err := tx.NextRevision(ctx, floor)
 		if err != nil {
 			return err
 		}

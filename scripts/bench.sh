@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every B-benchmark of issue 11 and the canonical benchmarks, in one table:
+# Every B-benchmark, the canonical and the discovery benchmarks, in one table:
 # benchmark, figure, baseline, ratio, target, met. Each ratio is the metric
 # the benchmark reports, measured against its baseline in the same run.
 #
@@ -81,6 +81,7 @@ bench . ./finalize/ '^BenchmarkB4ReceiveFinalize$' 10x
 bench . ./finalize/ '^BenchmarkB4bActivation$' 200x
 bench . ./canonical/ '^BenchmarkCanonical$/^(canonical|indented|shuffled)$/^Transform$' 10x GOEXPERIMENT=jsonv2
 bench sqlitestore . '^BenchmarkActivation$' 1x
+bench . ./signalk/ '^BenchmarkDiscover$' 10x
 
 if [[ -z ${SOURCECATALOG_MYSQL_DSN:-} ]]; then
   if mdb_find_server >/dev/null 2>&1 || [[ $(id -u) -eq 0 ]]; then
@@ -115,6 +116,7 @@ fi
 #   perbyte figure = alloc/byte, baseline = figure / ratio
 #   allocof figure = B/op, baseline = canonical_bytes of benchmark BASE,
 #           ratio = figure / baseline
+#   ratio   the metric is the ratio itself: no figure or baseline
 #   value   figure = the metric itself, no baseline or target
 rows=$(
   cat <<'EOF'
@@ -145,6 +147,10 @@ B6 fleet round 1 vs inventory floor|BenchmarkB6Fleet|x_inventory_floor|ms|round1
 B6 fleet round 2 (identical) vs round 1|BenchmarkB6Fleet|round2_x_round1|ms|round2_ms|round1_ms||
 B6 fleet snapshots activated|BenchmarkB6Fleet|snapshots/s|value||||
 B6 fleet messages|BenchmarkB6Fleet|messages/s|value||||
+discover sample boat vs read+Unmarshal|BenchmarkDiscover/sample|x_floor|floor|||<=|2
+discover sample boat memory vs floor|BenchmarkDiscover/sample|alloc_x_floor|ratio|||<=|3
+discover 25,600 records vs read+Unmarshal|BenchmarkDiscover/synthetic|x_floor|floor|||<=|2
+discover 25,600 records memory vs floor|BenchmarkDiscover/synthetic|alloc_x_floor|ratio|||<=|3
 EOF
 )
 
@@ -185,6 +191,7 @@ BEGIN {
   else if (kind == "ms")     { fig = msec(mean(b, figm)); base = msec(mean(b, basem)) }
   else if (kind == "xfirst") { c = mean(b, basem); fig = msec(r * c); base = msec(c) }
   else if (kind == "value")  { row(label, num(r) " " metric, "", "", "", ""); next }
+  else if (kind == "ratio")  { fig = ""; base = "" }
   else if (kind == "speed")  { s = mean(b, "MB/s"); fig = sprintf("%.0f MB/s", s); base = sprintf("%.0f MB/s", s / r) }
   else if (kind == "perbyte"){ a = mean(b, "alloc/byte"); fig = sprintf("%.2f B/B", a); base = sprintf("%.2f B/B", a / r) }
   ratio = num(r)

@@ -123,30 +123,16 @@ mdb_start() {
   fi
 
   # Pick a free port and start; retry a couple of times if someone grabbed the
-  # port between the probe and the bind.
+  # port between the probe and the bind. Sourcing DIR/start.sh keeps the
+  # server a child of this shell.
   MDB_PID=
   for attempt in 1 2 3; do
     port=$(mdb_free_port) || return 1
     : >"$dir/error.log"
-    TMPDIR="$dir/tmp" "$server" --no-defaults \
-      --user="$osuser" \
-      --datadir="$dir/data" \
-      --tmpdir="$dir/tmp" \
-      --socket="$dir/mysqld.sock" \
-      --pid-file="$dir/mariadbd.pid" \
-      --log-error="$dir/error.log" \
-      --bind-address=127.0.0.1 \
-      --port="$port" \
-      --skip-name-resolve \
-      --skip-log-bin \
-      --innodb-buffer-pool-size=64M \
-      --innodb-log-file-size=48M \
-      --innodb-flush-log-at-trx-commit=2 \
-      --character-set-server=utf8mb4 \
-      --collation-server=utf8mb4_general_ci \
-      </dev/null >>"$dir/error.log" 2>&1 &
-    MDB_PID=$!
-    echo "$MDB_PID" >"$dir/mariadbd.pid"
+    mdb_write_start "$dir" "$server" "$osuser" "$port"
+    # shellcheck source=/dev/null
+    . "$dir/start.sh"
+    MDB_PID=$(<"$dir/mariadbd.pid")
     echo "$port" >"$dir/port"
 
     # Wait up to 60 s for it to answer on the socket.
@@ -188,6 +174,39 @@ SQL
   MDB_PORT=$port
   export SOURCECATALOG_MYSQL_DSN="$MDB_USER:$MDB_PASSWORD@tcp(127.0.0.1:$MDB_PORT)/"
   mdb_log "mariadbd pid $MDB_PID listening on 127.0.0.1:$MDB_PORT (socket $dir/mysqld.sock)"
+}
+
+# mdb_write_start DIR SERVER OSUSER PORT: write DIR/start.sh, which starts
+# SERVER on DIR's datadir and PORT in the background, as OSUSER, and records
+# its pid in DIR/mariadbd.pid. mdb_start sources it; a test that stops the
+# server and starts it again (SOURCECATALOG_MYSQL_DIR) runs it with bash,
+# then waits for the server to answer. It sets no variable in the shell
+# that sources it.
+mdb_write_start() {
+  local dir=$1 server=$2 osuser=$3 port=$4
+  cat >"$dir/start.sh" <<SH
+#!/usr/bin/env bash
+# Starts the throwaway mariadbd of $dir on 127.0.0.1:$port in the background.
+TMPDIR="$dir/tmp" "$server" --no-defaults \\
+  --user="$osuser" \\
+  --datadir="$dir/data" \\
+  --tmpdir="$dir/tmp" \\
+  --socket="$dir/mysqld.sock" \\
+  --pid-file="$dir/server.pid" \\
+  --log-error="$dir/error.log" \\
+  --bind-address=127.0.0.1 \\
+  --port="$port" \\
+  --skip-name-resolve \\
+  --skip-log-bin \\
+  --innodb-buffer-pool-size=64M \\
+  --innodb-log-file-size=48M \\
+  --innodb-flush-log-at-trx-commit=2 \\
+  --character-set-server=utf8mb4 \\
+  --collation-server=utf8mb4_general_ci \\
+  </dev/null >>"$dir/error.log" 2>&1 &
+echo \$! >"$dir/mariadbd.pid"
+SH
+  chmod 755 "$dir/start.sh"
 }
 
 # mdb_stop_pid PID: SIGTERM, wait up to 30 s, then SIGKILL. Only ever signals

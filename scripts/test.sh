@@ -6,11 +6,16 @@
 # Environment:
 #   SOURCECATALOG_MYSQL_DSN  use this server instead of provisioning a
 #                            throwaway MariaDB (go-sql-driver DSN, no database,
-#                            e.g. 'user:pass@tcp(127.0.0.1:3306)/')
+#                            e.g. 'user:pass@tcp(127.0.0.1:3306)/');
+#                            SOURCECATALOG_MYSQL_DIR names the scripts/mariadb.sh
+#                            directory of that server for the test that stops
+#                            and restarts it (exported for the throwaway one)
 #   SOURCECATALOG_GALERA_DSNS  use this three-node Galera cluster instead of
 #                            provisioning one (comma-separated DSNs, one per
 #                            node); SOURCECATALOG_GALERA_DIR names the
 #                            scripts/galera.sh directory for the node-kill test
+#   SOURCECATALOG_SIGNALK_SERVER  use this signalk-server executable instead of
+#                            installing the pinned one (scripts/signalk.sh)
 #   SOURCECATALOG_SKIP_FUZZ  set to 1 to skip the fuzz smoke step
 #   FUZZTIME                 per fuzz target (default 200000x, about ten
 #                            seconds each here). A count, not a duration: with
@@ -23,6 +28,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/galera.sh
 source scripts/galera.sh # also sources scripts/mariadb.sh
+# shellcheck source=scripts/signalk.sh
+source scripts/signalk.sh
 
 step() { printf '\n==> %s\n' "$*"; }
 
@@ -41,7 +48,10 @@ cleanup() {
     step "stopping throwaway MariaDB (pid $MDB_PID)"
     mdb_stop_pid "$MDB_PID" || rc=1
   fi
-  if [[ -n $MDB_DIR ]]; then rm -rf "$MDB_DIR"; fi
+  if [[ -n $MDB_DIR ]]; then
+    mdb_stop "$MDB_DIR" || rc=1 # a test that restarted it left another pid
+    rm -rf "$MDB_DIR"
+  fi
   exit "$rc"
 }
 trap cleanup EXIT
@@ -97,6 +107,7 @@ if [[ -z ${SOURCECATALOG_MYSQL_DSN:-} ]]; then
   mdb_install
   MDB_DIR=$(mktemp -d "${TMPDIR:-/tmp}/sourcecatalog-test.XXXXXX")
   mdb_start "$MDB_DIR" # sets MDB_PID, exports SOURCECATALOG_MYSQL_DSN
+  export SOURCECATALOG_MYSQL_DIR=$MDB_DIR
 else
   step "using SOURCECATALOG_MYSQL_DSN from the environment"
 fi
@@ -110,10 +121,17 @@ else
   step "using SOURCECATALOG_GALERA_DSNS from the environment"
 fi
 
+if [[ -z ${SOURCECATALOG_SIGNALK_SERVER:-} ]]; then
+  step "installing the pinned signalk-server"
+  sk_install # exports SOURCECATALOG_SIGNALK_SERVER
+else
+  step "using SOURCECATALOG_SIGNALK_SERVER from the environment"
+fi
+
 for mod in "${modules[@]}"; do
   [[ -n $(cd "$mod" && go list -e ./...) ]] || continue
-  step "go test -race -count=1${*:+ $*} ./... ($mod)"
-  (cd "$mod" && go test -race -count=1 "$@" ./...)
+  step "go test -race -count=1 -timeout 25m${*:+ $*} ./... ($mod)"
+  (cd "$mod" && go test -race -count=1 -timeout 25m "$@" ./...)
 done
 
 if [[ ${SOURCECATALOG_SKIP_FUZZ:-} == 1 ]]; then

@@ -12,6 +12,7 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/yachtmemory/sourcecatalog"
+	"github.com/yachtmemory/sourcecatalog/canonical"
 	"github.com/yachtmemory/sourcecatalog/catalog"
 )
 
@@ -159,7 +160,7 @@ func (c *Client) Discover(ctx context.Context) ([]*catalog.Record, error) {
 	}
 	if after.ServerStartID != before.ServerStartID {
 		c.settled(after) // start the settle time of the new start
-		return nil, &ScanError{Reason: ReasonRestarted, Where: stream, Detail: "the server restarted during the scan", Retry: c.settle}
+		return nil, &ScanError{Reason: ReasonRestarted, Where: truncate(stream), Detail: "the server restarted during the scan", Retry: c.settle}
 	}
 	records, self, err := mapModel(model, c.sel)
 	if err != nil {
@@ -218,32 +219,54 @@ func (c *Client) endpoints(ctx context.Context) (api, stream string, err error) 
 	return doc.Endpoints.V1.HTTP, doc.Endpoints.V1.WS, nil
 }
 
-// A hello is the first message of a Signal K WebSocket stream.
+// A hello is what a scan reads of the first message of a Signal K
+// WebSocket stream.
 type hello struct {
-	ServerStartID string `json:"serverStartId"`
-	Self          string `json:"self"`
+	ServerStartID string
+	Self          string
 }
 
 // hello opens the stream without subscribing, reads its hello and closes
 // it.
 func (c *Client) hello(ctx context.Context, stream string) (hello, error) {
-	u := stream + "?subscribe=none"
+	su, err := url.Parse(stream)
+	if err != nil {
+		return hello{}, scanErr(ReasonModel, truncate(stream), "the stream endpoint is not a URL", nil)
+	}
+	q := su.Query()
+	q.Set("subscribe", "none")
+	su.RawQuery, su.Fragment = q.Encode(), ""
+	u := su.String()
+	stream = truncate(stream) // for errors: it is the server's text
 	conn, resp, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPClient: c.http, HTTPHeader: c.header()})
 	if err != nil {
 		detail := "the stream could not be opened"
 		if resp != nil {
-			detail += ": " + resp.Status
+			detail += ": " + truncate(resp.Status)
 		}
 		return hello{}, scanErr(ReasonRequest, stream, detail, flatten(err))
 	}
 	defer conn.CloseNow()
 	conn.SetReadLimit(maxHelloBytes)
-	_, data, err := conn.Read(ctx)
+	typ, data, err := conn.Read(ctx)
 	if err != nil {
 		return hello{}, scanErr(ReasonRequest, stream, "no hello", flatten(err))
 	}
+	if typ != websocket.MessageText {
+		return hello{}, scanErr(ReasonModel, stream, "the hello is not a text message", nil)
+	}
+	v, err := canonical.Parse(data)
+	if err != nil || v.Kind() != canonical.KindObject {
+		return hello{}, scanErr(ReasonJSON, stream, "the hello is not a strict JSON object", nil)
+	}
 	var h hello
-	if err := json.Unmarshal(data, &h); err != nil || h.ServerStartID == "" {
+	if id := member(&v, "serverStartId"); id != nil && id.Kind() == canonical.KindString {
+		h.ServerStartID = id.Str()
+	}
+	if self := member(&v, "self"); self != nil && self.Kind() == canonical.KindString {
+		h.Self = self.Str()
+	}
+	if h.ServerStartID == "" {
 		return hello{}, scanErr(ReasonModel, stream, "the hello carries no serverStartId, so restarts cannot be seen", nil)
 	}
 	return h, nil
@@ -252,6 +275,7 @@ func (c *Client) hello(ctx context.Context, stream string) (hello, error) {
 // get reads u's body, of at most max bytes.
 func (c *Client) get(ctx context.Context, u string, max int64) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	u = truncate(u) // for errors: it may be the server's text
 	if err != nil {
 		return nil, scanErr(ReasonRequest, u, "bad request", flatten(err))
 	}
@@ -263,7 +287,7 @@ func (c *Client) get(ctx context.Context, u string, max int64) ([]byte, error) {
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return nil, scanErr(ReasonRequest, u, "answered "+resp.Status, nil)
+		return nil, scanErr(ReasonRequest, u, "answered "+truncate(resp.Status), nil)
 	}
 	if resp.ContentLength > max {
 		return nil, scanErr(ReasonBody, u, "the body is over "+strconv.FormatInt(max, 10)+" bytes", nil)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,10 +30,14 @@ type fakeServer struct {
 	discovery func(base string) string
 	api       http.HandlerFunc
 	auth      []string // Authorization headers seen
+	self      string   // the hello's self
+	rawHello  func() (websocket.MessageType, []byte)
+	streamURL string // the stream's query as the client asked for it
 }
 
 func newFakeServer(t testing.TB, tls bool) *fakeServer {
-	f := &fakeServer{model: model(`{"p":`+leaf("1", "n2k.160", "")+`}`, twoBuses), startIDs: []string{"start-1"}}
+	f := &fakeServer{model: model(`{"p":`+leaf("1", "n2k.160", "")+`}`, twoBuses), startIDs: []string{"start-1"},
+		self: "vessels.urn:mrn:signalk:uuid:c0d79334-4e25-4245-8892-54e8ccc8021d"}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /signalk", func(w http.ResponseWriter, r *http.Request) {
 		f.seen(r)
@@ -70,8 +75,16 @@ func newFakeServer(t testing.TB, tls bool) *fakeServer {
 		f.mu.Lock()
 		id := f.startIDs[min(f.hellos, len(f.startIDs)-1)]
 		f.hellos++
+		self, raw := f.self, f.rawHello
+		f.streamURL = r.URL.RawQuery
 		f.mu.Unlock()
-		hello := `{"name":"boat","version":"2.32.0","self":"vessels.urn:mrn:signalk:uuid:c0d79334-4e25-4245-8892-54e8ccc8021d","roles":["master","main"],"timestamp":"2026-12-01T21:00:00.000Z"`
+		if raw != nil {
+			typ, b := raw()
+			conn.Write(r.Context(), typ, b)
+			conn.Read(r.Context())
+			return
+		}
+		hello := `{"name":"boat","version":"2.32.0","self":"` + self + `","roles":["master","main"],"timestamp":"2026-12-01T21:00:00.000Z"`
 		if id != "" {
 			hello += `,"serverStartId":"` + id + `"`
 		}
@@ -126,6 +139,7 @@ func TestDiscover(t *testing.T) {
 				require.Equal(t, "Bearer s3cret", a, "every request carries the token")
 			}
 			require.Len(t, f.auth, 4, "discovery, hello, model, hello")
+			require.Equal(t, "subscribe=none", f.streamURL)
 		})
 	}
 }
@@ -247,7 +261,11 @@ func TestDiscoverHostile(t *testing.T) {
 		}, ReasonRequest, nil},
 		{"a redirect", nil, func(f *fakeServer) {
 			f.api = func(w http.ResponseWriter, r *http.Request) {
-				http.Redirect(w, r, "http://127.0.0.2/", http.StatusFound)
+				if r.URL.Query().Has("moved") {
+					w.Write([]byte(f.model))
+					return
+				}
+				http.Redirect(w, r, "/signalk/v1/api/?moved", http.StatusFound)
 			}
 		}, ReasonRequest, nil},
 		{"wrong types everywhere", nil, func(f *fakeServer) {
@@ -274,6 +292,16 @@ func TestDiscoverHostile(t *testing.T) {
 			f.discovery = func(base string) string { return `<html>` }
 		}, ReasonModel, nil},
 		{"a hello without a start id", nil, func(f *fakeServer) { f.startIDs = []string{""} }, ReasonModel, nil},
+		{"a binary hello", nil, func(f *fakeServer) {
+			f.rawHello = func() (websocket.MessageType, []byte) {
+				return websocket.MessageBinary, []byte(`{"serverStartId":"s","self":"x"}`)
+			}
+		}, ReasonModel, nil},
+		{"a hello that is not strict JSON", nil, func(f *fakeServer) {
+			f.rawHello = func() (websocket.MessageType, []byte) {
+				return websocket.MessageText, []byte(`{"serverStartId":"a","serverStartId":"b"}`)
+			}
+		}, ReasonJSON, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -294,6 +322,27 @@ func TestDiscoverHostile(t *testing.T) {
 			requireScanError(t, err, tt.reason)
 		})
 	}
+}
+
+// TestDiscoverBoundsMemory: a body far over the bound costs memory of the
+// order of the bound, not of the body.
+func TestDiscoverBoundsMemory(t *testing.T) {
+	f := newFakeServer(t, false)
+	f.api = func(w http.ResponseWriter, r *http.Request) {
+		chunk := bytes.Repeat([]byte(" "), 1<<20)
+		for range 64 {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+	}
+	c := newClient(t, f, WithMaxBytes(1<<20))
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := c.Discover(t.Context())
+	runtime.ReadMemStats(&after)
+	requireScanError(t, err, ReasonBody)
+	require.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(16<<20), "a 64 MiB body read against a 1 MiB bound")
 }
 
 func TestDiscoverUnreachable(t *testing.T) {

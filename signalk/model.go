@@ -115,7 +115,7 @@ func mapVessel(root, vessel *canonical.Value, sel Selection) ([]*catalog.Record,
 		}
 		m.sources = s
 	}
-	if err := m.walk(vessel, ""); err != nil {
+	if err := m.walk(vessel, true); err != nil {
 		return nil, err
 	}
 	refs := make([]string, 0, len(m.selected))
@@ -167,31 +167,41 @@ type mapper struct {
 	sources  *canonical.Value // the sources tree, or nil when the model has none
 	records  []*catalog.Record
 	selected map[string]bool // source refs named by an observation
+	path     []byte          // the path of the object walk is in
+
+	providers map[string]*canonical.Value // the sources tree's objects, by name, once resolve needs them
+	buses     map[*canonical.Value]*busIndex
 }
 
-// walk maps every value object under node, whose Signal K path is prefix.
-// Members that are not objects are static properties without a source
-// (uuid, name, mmsi, …) and are not paths.
-func (m *mapper) walk(node *canonical.Value, prefix string) error {
-	for _, mem := range node.Members() {
+// walk maps every value object under node, whose Signal K path is
+// m.path, or under the vessel itself when top. Members that are not objects are static properties without a
+// source (uuid, name, mmsi, …) and are not paths. The walk extends m.path
+// and cuts it back, so that a member costs the length of its own name, not
+// of its path: a path becomes a string only for a leaf with a live source.
+func (m *mapper) walk(node *canonical.Value, top bool) error {
+	n := len(m.path)
+	defer func() { m.path = m.path[:n] }()
+	for i := range node.Members() {
+		mem := &node.Members()[i]
 		v := &mem.Value
 		if v.Kind() != canonical.KindObject {
 			continue
 		}
-		path := mem.Name
-		if prefix != "" {
-			path = prefix + "." + mem.Name
+		m.path = m.path[:n]
+		if !top {
+			m.path = append(m.path, '.')
 		}
+		m.path = append(m.path, mem.Name...)
 		if strings.Contains(mem.Name, ".") {
-			return scanErr(ReasonModel, truncate(path), "a member name contains a dot, so its path is ambiguous", nil)
+			return scanErr(ReasonModel, truncateBytes(m.path), "a member name contains a dot, so its path is ambiguous", nil)
 		}
 		if member(v, "value") != nil {
-			if err := m.leaf(v, path); err != nil {
+			if err := m.leaf(v, m.path); err != nil {
 				return err
 			}
 			continue
 		}
-		if err := m.walk(v, path); err != nil {
+		if err := m.walk(v, false); err != nil {
 			return err
 		}
 	}
@@ -206,8 +216,8 @@ type candidate struct {
 
 // leaf maps the value object node at path to a path record and an
 // observation, or to nothing when no source of it is live.
-func (m *mapper) leaf(node *canonical.Value, path string) error {
-	where := truncate(path)
+func (m *mapper) leaf(node *canonical.Value, pathBytes []byte) error {
+	where := truncateBytes(pathBytes)
 	src := member(node, "$source")
 	if src == nil || src.Kind() != canonical.KindString || src.Str() == "" {
 		return scanErr(ReasonModel, where, "the value has no $source", nil)
@@ -223,6 +233,9 @@ func (m *mapper) leaf(node *canonical.Value, path string) error {
 			if e.Value.Kind() != canonical.KindObject || member(&e.Value, "value") == nil {
 				return scanErr(ReasonModel, where, "an entry of values has no value", nil)
 			}
+			if e.Name == "" { // as $source, a non-empty string (SPEC.md §12.4)
+				return scanErr(ReasonModel, where, "an entry of values has no source ref", nil)
+			}
 			cands = append(cands, candidate{e.Name, member(&e.Value, "value")})
 			inValues = inValues || e.Name == src.Str()
 		}
@@ -234,6 +247,7 @@ func (m *mapper) leaf(node *canonical.Value, path string) error {
 	if !ok {
 		return nil
 	}
+	path := string(pathBytes)
 	vt := valueType(chosen.value)
 	p := catalog.Path{Path: path}
 	meta := member(node, "meta")
@@ -320,11 +334,18 @@ func (m *mapper) source(ref string) (*catalog.Record, error) {
 		return nil, err
 	}
 	s := catalog.Source{SourceRef: ref}
-	for _, f := range []struct {
+	var attrs [2]*canonical.Value // label and type
+	if device != nil {            // a bus many refs share, indexed once
+		x := m.buses[bus]
+		attrs = [2]*canonical.Value{x.label, x.typ}
+	} else {
+		attrs = [2]*canonical.Value{member(bus, "label"), member(bus, "type")}
+	}
+	for i, f := range []struct {
 		name string
 		dst  **string
 	}{{"label", &s.Label}, {"type", &s.Type}} {
-		v := member(bus, f.name)
+		v := attrs[i]
 		if v == nil {
 			continue
 		}
@@ -355,30 +376,42 @@ func (m *mapper) source(ref string) (*catalog.Record, error) {
 // itself, or a device entry of the bus named by a prefix of ref, keyed by
 // the rest — its address or talker — or carrying the rest as its NMEA 2000
 // CAN name. Labels may contain dots, so every split is tried; a ref that
-// matches no entry, or more than one, cannot be resolved.
+// matches no entry, or more than one, cannot be resolved. Each split is a
+// lookup in an index built once, so resolving every ref costs time linear
+// in the sources tree and the refs, not their product.
 func (m *mapper) resolve(ref string) (bus, device *canonical.Value, err error) {
 	where := "source " + truncate(ref)
 	if m.sources == nil {
 		return nil, nil, scanErr(ReasonSource, where, "the model has no sources tree", nil)
 	}
+	if m.providers == nil {
+		m.providers = objectsByName(m.sources)
+		m.buses = map[*canonical.Value]*busIndex{}
+	}
 	matches := 0
-	if b := member(m.sources, ref); b != nil && b.Kind() == canonical.KindObject {
+	if b := m.providers[ref]; b != nil {
 		bus, matches = b, 1
 	}
 	for i := strings.IndexByte(ref, '.'); i >= 0; i = nextDot(ref, i) {
-		b := member(m.sources, ref[:i])
-		if b == nil || b.Kind() != canonical.KindObject {
+		b := m.providers[ref[:i]]
+		if b == nil {
 			continue
 		}
+		x := m.buses[b]
+		if x == nil {
+			x = newBusIndex(b)
+			m.buses[b] = x
+		}
 		key := ref[i+1:]
-		for _, d := range b.Members() {
-			if d.Value.Kind() != canonical.KindObject {
-				continue
-			}
-			if d.Name == key || canName(&d.Value) == key {
-				bus, device = b, &d.Value
+		if d := x.byName[key]; d != nil {
+			if c, ok := canName(d); !ok || c != key { // else it is among byCAN[key]
+				bus, device = b, d
 				matches++
 			}
+		}
+		for _, d := range x.byCAN[key] {
+			bus, device = b, d
+			matches++
 		}
 	}
 	switch {
@@ -390,6 +423,37 @@ func (m *mapper) resolve(ref string) (bus, device *canonical.Value, err error) {
 	return bus, device, nil
 }
 
+// A busIndex finds the device entries of a bus by name and by CAN name,
+// and holds its label and type.
+type busIndex struct {
+	byName     map[string]*canonical.Value
+	byCAN      map[string][]*canonical.Value
+	label, typ *canonical.Value // the bus's members label and type, or nil
+}
+
+func newBusIndex(bus *canonical.Value) *busIndex {
+	x := &busIndex{byName: objectsByName(bus), byCAN: map[string][]*canonical.Value{},
+		label: member(bus, "label"), typ: member(bus, "type")}
+	for _, d := range x.byName {
+		if c, ok := canName(d); ok {
+			x.byCAN[c] = append(x.byCAN[c], d)
+		}
+	}
+	return x
+}
+
+// objectsByName returns the members of o whose values are objects, by name.
+func objectsByName(o *canonical.Value) map[string]*canonical.Value {
+	ms := o.Members()
+	byName := make(map[string]*canonical.Value, len(ms))
+	for i := range ms {
+		if ms[i].Value.Kind() == canonical.KindObject {
+			byName[ms[i].Name] = &ms[i].Value
+		}
+	}
+	return byName
+}
+
 func nextDot(s string, i int) int {
 	j := strings.IndexByte(s[i+1:], '.')
 	if j < 0 {
@@ -398,16 +462,17 @@ func nextDot(s string, i int) int {
 	return i + 1 + j
 }
 
-// canName returns the NMEA 2000 CAN name of a device entry, or "".
-func canName(device *canonical.Value) string {
+// canName returns the NMEA 2000 CAN name of a device entry, and whether it
+// has one.
+func canName(device *canonical.Value) (string, bool) {
 	n2k := member(device, "n2k")
 	if n2k == nil || n2k.Kind() != canonical.KindObject {
-		return ""
+		return "", false
 	}
 	if c := member(n2k, "canName"); c != nil && c.Kind() == canonical.KindString {
-		return c.Str()
+		return c.Str(), true
 	}
-	return ""
+	return "", false
 }
 
 // deviceMeta returns a device entry without what changes with no change
@@ -514,14 +579,21 @@ func located(err error, where string) error {
 	return err
 }
 
-// flatten keeps a cause's text but not its class, so that a ScanError
-// wraps exactly one class.
+// flatten keeps a cause's text, bounded as truncate bounds it (it may quote
+// a URL of the server's discovery document), but not its class, so that a
+// ScanError wraps exactly one class.
 func flatten(err error) error {
 	if sourcecatalog.Class(err) == nil {
-		return err
+		return boundedErr{err}
 	}
-	return errors.New(err.Error())
+	return errors.New(truncate(err.Error()))
 }
+
+// A boundedErr is an error whose text is bounded; it unwraps to the error.
+type boundedErr struct{ err error }
+
+func (e boundedErr) Error() string { return truncate(e.err.Error()) }
+func (e boundedErr) Unwrap() error { return e.err }
 
 // truncate bounds a string taken from the server's answer for an error text.
 func truncate(s string) string {
@@ -534,6 +606,13 @@ func truncate(s string) string {
 		cut--
 	}
 	return s[:cut] + "…"
+}
+
+// truncateBytes is truncate of string(b), at the cost of its bound rather
+// than of b.
+func truncateBytes(b []byte) string {
+	const max = 200
+	return truncate(string(b[:min(len(b), max+1)]))
 }
 
 func utf8Start(b byte) bool { return b&0xC0 != 0x80 }

@@ -241,15 +241,26 @@ func TestMapLimit(t *testing.T) {
 }
 
 // syntheticModel is a full model whose self has n number paths from one
-// N2K device, each with Signal K's usual meta.
+// N2K device, each with Signal K's usual meta: the cells of battery banks,
+// 128 to a bank, keyed as a server writes them (in numeric order, which is
+// not canonical order).
 func syntheticModel(n int) []byte {
 	var b strings.Builder
 	b.WriteString(`{"self":"vessels.urn:mrn:signalk:uuid:c0d79334-4e25-4245-8892-54e8ccc8021d","version":"1.7.0","vessels":{"urn:mrn:signalk:uuid:c0d79334-4e25-4245-8892-54e8ccc8021d":{"uuid":"urn:mrn:signalk:uuid:c0d79334-4e25-4245-8892-54e8ccc8021d","electrical":{"batteries":{`)
+	const perBank = 128
 	for i := range n {
-		if i > 0 {
+		switch {
+		case i == 0:
+			b.WriteString(`"0":{"cells":{`)
+		case i%perBank == 0:
+			fmt.Fprintf(&b, `}},"%d":{"cells":{`, i/perBank)
+		default:
 			b.WriteByte(',')
 		}
-		fmt.Fprintf(&b, `"%d":{"voltage":{"meta":{"units":"V","description":"Voltage measured at or as close as possible to the device","displayUnits":{"category":"voltage","targetUnit":"V","formula":"value","inverseFormula":"value","symbol":"V","displayFormat":"0.00"}},"value":%d.25,"$source":"can0.c07991002fb0c980","timestamp":"2026-12-01T21:09:31.087Z","pgn":127508}}`, i, 12+i%3)
+		fmt.Fprintf(&b, `"%d":{"voltage":{"meta":{"units":"V","description":"Voltage measured at or as close as possible to the device","displayUnits":{"category":"voltage","targetUnit":"V","formula":"value","inverseFormula":"value","symbol":"V","displayFormat":"0.00"}},"value":%d.25,"$source":"can0.c07991002fb0c980","timestamp":"2026-12-01T21:09:31.087Z","pgn":127508}}`, i%perBank, 3+i%2)
+	}
+	if n > 0 {
+		b.WriteString(`}}`)
 	}
 	b.WriteString(`}}}},"sources":{"can0":{"label":"can0","type":"NMEA2000","35":{"n2k":{"src":"35","canName":"c07991002fb0c980","manufacturerCode":"Victron","productName":"BMV-712","pgns":{"127508":"2026-12-01T21:09:31.087Z"}}}}}}`)
 	return []byte(b.String())

@@ -31,8 +31,11 @@
 // one connection: SQLite has one writer per file, so every transaction, of
 // any vessel, is serialised, within the process by a mutex and across
 // processes by SQLite's file locks. A transaction that cannot take the write
-// lock within the busy timeout (WithBusyTimeout, 5 s by default) fails
-// with ErrLocked; no call waits longer. Callbacks are never re-run.
+// lock within the busy timeout (WithBusyTimeout, 5 s by default), counted
+// from the call and so including the wait behind the Store's own
+// transactions, fails with ErrLocked; no call waits longer for another
+// process, however many calls are queued, and a call whose context ends
+// while it waits returns at once. Callbacks are never re-run.
 //
 // Every Open takes a lifetime lock on a sidecar file, the database path
 // with ".lock" appended: shared by default, so several processes (a timer's
@@ -48,18 +51,38 @@
 // poisoned: whether the transaction committed may be unknown, so every
 // further call fails with ErrPoisoned until Close. Opening the file again
 // recovers it (SQLite rolls back a half-written transaction from its
-// journal); nothing acknowledged is lost.
+// journal); nothing acknowledged is lost. A full disk — SQLite's
+// SQLITE_FULL, or ENOSPC or EDQUOT from the file system, which the Store's
+// files map to SQLITE_FULL — also wraps ErrDiskFull ("disk full").
+//
+// # Damage
+//
+// SQLite reads a file cut inside its last page as if the missing bytes
+// were zeros, and would write its next transaction on top. Open refuses,
+// with ErrInvalidFile and before writing anything, a file that is not a
+// whole number of pages, holds another number of pages than its header
+// counts, or whose header is otherwise inconsistent; it reads the header
+// and size under SQLite's shared lock, after SQLite has rolled back a
+// transaction cut short by a crash (a hot journal is recovery, not
+// damage). A file emptied to zero bytes cannot be told from a new one.
+// Every row holding bytes the stores hand out — a staged chunk, a
+// snapshot with its manifest, an outbox entry — carries a CRC-32C
+// checksum written with it and checked at every read: a row damaged at
+// rest fails with ErrDamaged, naming the row, and its bytes are never
+// handed out.
 //
 // # Schema
 //
 // The file carries application_id 0x59534331 ("YSC1") and its schema
-// version in user_version. Open creates the schema in a new or empty file,
-// migrates an older version in one transaction — SQLite's DDL is
+// version in user_version. Open creates the schema in a new or empty file
+// (WithReadOnly neither creates nor migrates, and refuses a missing or
+// empty file), migrates an older version in one transaction — SQLite's DDL is
 // transactional, unlike MariaDB's, so a migration cut short leaves the old
 // version intact — and refuses with ErrInvalidFile a path that is a
 // symlink, a directory or another non-regular file, a file that is not an
 // SQLite database, an SQLite database of another application, or a newer
-// schema version.
+// schema version, and a file cut short or with a damaged header (see
+// Damage).
 //
 // Canonical bytes (manifests, chunks, records, outbox payloads) are BLOBs,
 // stored exactly as received. A time is two integer columns, Unix seconds

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"syscall"
 
 	"github.com/ncruces/go-sqlite3"
 	"github.com/yachtmemory/sourcecatalog"
@@ -24,11 +25,28 @@ var (
 	// ErrInvalidFile: Open's path is not a regular file (a symlink, a
 	// directory, a device), or the file is not a database of this package's
 	// schema (not SQLite, another application's database, or a newer schema
-	// version). Nothing was written to it.
+	// version), or it is cut short or its header is damaged; with
+	// WithReadOnly, also a missing or empty file or an older schema
+	// version. Nothing was written to it.
 	ErrInvalidFile error = sourcecatalog.Errorf(sourcecatalog.ErrStoreUnavailable, "sqlitestore: not a source catalog database")
 	// ErrClosed: the Store was closed.
 	ErrClosed error = sourcecatalog.Errorf(sourcecatalog.ErrStoreUnavailable, "sqlitestore: the store is closed")
+	// ErrDiskFull: the file system holding the database (or its journal)
+	// has no space left: SQLite's SQLITE_FULL, or ENOSPC or EDQUOT from
+	// the file system. A transaction that meets it also wraps ErrPoisoned:
+	// free space, then close the Store and open the file again.
+	ErrDiskFull error = sourcecatalog.Errorf(sourcecatalog.ErrStoreUnavailable, "sqlitestore: disk full")
+	// ErrDamaged: a row read back does not match the checksum written with
+	// it, so the file was damaged at rest; the error names the row. The
+	// transaction that read it fails and commits nothing; the handle stays
+	// usable, so other rows are served, and a damaged staged snapshot can
+	// be discarded (deleting reads no chunk).
+	ErrDamaged error = sourcecatalog.Errorf(sourcecatalog.ErrStoreUnavailable, "sqlitestore: a stored row is damaged (it does not match the checksum written with it)")
 )
+
+// errReadOnly is a write attempted on a Store opened WithReadOnly. It
+// changes nothing and does not poison the handle.
+var errReadOnly error = sourcecatalog.Errorf(sourcecatalog.ErrStoreUnavailable, "sqlitestore: the store is open read-only")
 
 // fatalCodes are SQLite's primary result codes after which the file's
 // state is in doubt: an I/O error of any kind, a full disk, a corrupt,
@@ -38,6 +56,21 @@ var fatalCodes = []sqlite3.ErrorCode{sqlite3.IOERR, sqlite3.FULL, sqlite3.CORRUP
 
 // fatal reports whether err from SQLite means the handle must be poisoned.
 func fatal(err error) bool { return isCode(err, fatalCodes...) }
+
+// full reports whether err says the disk is full: SQLite's SQLITE_FULL,
+// or the file system's ENOSPC or EDQUOT (as Open's own file operations
+// meet them).
+func full(err error) bool {
+	return isCode(err, sqlite3.FULL) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
+}
+
+// storageFailure is err, marked ErrDiskFull when the disk is full.
+func storageFailure(err error) error {
+	if full(err) && !errors.Is(err, ErrDiskFull) {
+		return fmt.Errorf("%w: %w", ErrDiskFull, err)
+	}
+	return err
+}
 
 // busy reports whether err is SQLite's lock contention.
 func busy(err error) bool { return isCode(err, sqlite3.BUSY, sqlite3.LOCKED) }
@@ -65,6 +98,7 @@ func classify(ctx context.Context, op string, err error, poison func(error)) err
 	case ctx.Err() != nil && !fatal(err):
 		return fmt.Errorf("sqlitestore: %s: %w", op, ctx.Err())
 	case fatal(err):
+		err = storageFailure(err)
 		poison(err)
 		return fmt.Errorf("sqlitestore: %s: %w: %w", op, ErrPoisoned, err)
 	case busy(err):

@@ -59,3 +59,10 @@ func (s *Store) FloorInsert(ctx context.Context, vessel []byte, items []finalize
 		return b.insertItems(ctx, "items_floor", "", vessel, items)
 	})
 }
+
+// SchemaV2 is the script of version 2.
+var SchemaV2 = schemaV2
+
+// Damage is what Open finds wrong with a file of size bytes beginning
+// with header, or "".
+func Damage(header []byte, size int64) string { return damage(header, size) }

@@ -63,6 +63,20 @@ func (fs *memFS) PowerCut() *memFS {
 	return next
 }
 
+// Crash returns a new memFS holding what survives the process being
+// killed now: every file as the process sees it, written or not synced
+// (the operating system's page cache outlives the process).
+func (fs *memFS) Crash() *memFS {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	next := newMemFS()
+	for name, ino := range fs.names {
+		c := &inode{data: slices.Clone(ino.data), synced: slices.Clone(ino.data)}
+		next.names[name], next.durable[name] = c, c
+	}
+	return next
+}
+
 // Arm cuts the power at the nth mutating operation from now.
 func (fs *memFS) Arm(n int) {
 	fs.mu.Lock()
@@ -256,4 +270,36 @@ func (f *memFile) SectorSize() int { return 512 }
 
 func (f *memFile) DeviceCharacteristics() vfs.DeviceCharacteristic {
 	return vfs.IOCAP_POWERSAFE_OVERWRITE
+}
+
+// set replaces the named file with data, as the process and a power cut
+// both see it. The file shares data's array until it is written (a write
+// within it changes data too; one beyond it moves the file).
+func (fs *memFS) set(name string, data []byte) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	data = data[:len(data):len(data)]
+	ino := &inode{data: data, synced: data}
+	fs.names[name], fs.durable[name] = ino, ino
+}
+
+// file returns the named file's contents as the process sees them, or nil
+// when it does not exist.
+func (fs *memFS) file(name string) []byte {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if ino := fs.names[name]; ino != nil {
+		return slices.Clone(ino.data)
+	}
+	return nil
+}
+
+// size returns the named file's size, or -1 when it does not exist.
+func (fs *memFS) size(name string) int {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if ino := fs.names[name]; ino != nil {
+		return len(ino.data)
+	}
+	return -1
 }

@@ -88,3 +88,68 @@ func TestExclusiveAcrossProcesses(t *testing.T) {
 		})
 	}
 }
+
+// TestLockWaitsAreNotQueued: while another process holds the write lock,
+// calls queued behind a transaction waiting for it do not wait after it.
+// A call whose context ends returns then, while the calls before it still
+// wait; and with callers queued three deep, each fails with ErrLocked one
+// busy timeout after it was made, not one after another.
+func TestLockWaitsAreNotQueued(t *testing.T) {
+	ctx := context.Background()
+	t.Run("a context that ends", func(t *testing.T) {
+		s, path := open(t, sqlitestore.WithBusyTimeout(time.Minute))
+		cmd, stdin, out := spawn(t, "hold", path)
+		require.Equal(t, "holding", line(t, out))
+		first, second := make(chan error, 1), make(chan error, 1)
+		go func() { first <- s.WithVessel(ctx, faultVessel, func(finalize.Tx) error { return nil }) }()
+		time.Sleep(100 * time.Millisecond) // the first takes the Store's turn and waits for the lock
+		go func() { _, err := s.Vessels(ctx, true); second <- err }()
+
+		short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		defer cancel()
+		done := make(chan error, 1)
+		go func() { done <- s.WithVessel(short, faultVessel, func(finalize.Tx) error { return nil }) }()
+		select {
+		case err := <-done:
+			require.ErrorIs(t, err, context.DeadlineExceeded)
+		case <-time.After(10 * time.Second): // a hang guard, far below the busy timeout
+			t.Fatal("the call waited behind the others past its context")
+		}
+		select {
+		case err := <-first:
+			t.Fatalf("the first call ended while the lock was held: %v", err)
+		case err := <-second:
+			t.Fatalf("the second call ended while the lock was held: %v", err)
+		default: // both still wait
+		}
+		require.NoError(t, stdin.Close()) // the child commits and exits
+		require.NoError(t, cmd.Wait())
+		require.NoError(t, <-first)
+		require.NoError(t, <-second)
+	})
+	t.Run("queued three deep", func(t *testing.T) {
+		const busy = time.Second
+		s, path := open(t, sqlitestore.WithBusyTimeout(busy))
+		cmd, stdin, out := spawn(t, "hold", path)
+		require.Equal(t, "holding", line(t, out))
+		waits := make(chan time.Duration, 3)
+		errs := make(chan error, 3)
+		for range 3 {
+			go func() {
+				start := time.Now()
+				err := s.WithVessel(ctx, faultVessel, func(finalize.Tx) error { return nil })
+				waits <- time.Since(start)
+				errs <- err
+			}()
+		}
+		for range 3 {
+			require.ErrorIs(t, <-errs, sqlitestore.ErrLocked)
+			// Queued one after another, the third would wait three busy
+			// timeouts.
+			require.Less(t, <-waits, 2*busy, "waits one busy timeout from the call")
+		}
+		require.NoError(t, stdin.Close())
+		require.NoError(t, cmd.Wait())
+		require.NoError(t, s.WithVessel(ctx, faultVessel, func(finalize.Tx) error { return nil }), "not poisoned")
+	})
+}

@@ -10,16 +10,21 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/ncruces/go-sqlite3"
 	"github.com/ncruces/go-sqlite3/driver"
 	"github.com/yachtmemory/sourcecatalog"
 )
 
 // Open opens the database file at path, creating it (and its schema) when
-// absent, and migrating an older schema version. The path must name a
-// regular file or nothing; see the package documentation for what it
-// refuses with ErrInvalidFile. Open fails with ErrLocked when the lifetime
-// lock is held against it (WithExclusiveLock), or when another process
-// holds the write lock for the busy timeout while Open checks the schema.
+// absent, and migrating an older schema version; WithReadOnly opens an
+// existing file without either. The path must name a regular file or
+// nothing; see the package documentation for what it refuses with
+// ErrInvalidFile, among which a file cut short or otherwise damaged in its
+// structure. Every check is made before anything is written to the file.
+// Open fails with ErrLocked when the lifetime lock is held against it
+// (WithExclusiveLock), or when another process holds the write lock for
+// the busy timeout while Open checks the file, and with an error wrapping
+// ErrDiskFull when creating or migrating the schema finds the disk full.
 // Every other failure wraps sourcecatalog.ErrStoreUnavailable.
 func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	cfg := config{busy: 5 * time.Second}
@@ -42,6 +47,9 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		s.path = abs
 		if created, err = checkPath(abs); err != nil {
 			return nil, err
+		}
+		if created && cfg.readOnly {
+			return nil, invalid(abs, "no such file (a read-only open creates nothing)")
 		}
 		if s.lock, err = lifetimeLock(abs+".lock", cfg.exclusive); err != nil {
 			return nil, err
@@ -66,8 +74,12 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	return s, nil
 }
 
-// unavailable wraps a failure of Open or Close.
+// unavailable wraps a failure of Open or Close; one for want of space
+// wraps ErrDiskFull.
 func unavailable(op, path string, err error) error {
+	if full(err) {
+		return fmt.Errorf("sqlitestore: %s %s: %w: %w", op, path, ErrDiskFull, err)
+	}
 	return sourcecatalog.Wrap(sourcecatalog.ErrStoreUnavailable, fmt.Errorf("sqlitestore: %s %s: %w", op, path, err))
 }
 
@@ -106,12 +118,14 @@ func syncDir(dir string) error {
 	return d.Sync()
 }
 
-// connect opens the one connection and sets the busy timeout and the
-// durability settings, checking that SQLite took them.
+// connect opens the one connection, sets the busy timeout, checks the
+// file (checkFile) and sets the durability settings, checking that SQLite
+// took them.
 func (s *Store) connect(ctx context.Context) error {
 	q := url.Values{}
-	if s.cfg.vfs != "" {
-		q.Set("vfs", s.cfg.vfs)
+	q.Set("vfs", wrappedVFS(s.cfg.vfs))
+	if s.cfg.readOnly {
+		q.Set("mode", "ro")
 	}
 	dsn := "file:" + (&url.URL{Path: s.path}).EscapedPath() + "?" + q.Encode()
 	db, err := driver.Open(dsn)
@@ -127,6 +141,19 @@ func (s *Store) connect(ctx context.Context) error {
 	s.db, s.conn = db, conn
 	if _, err := conn.ExecContext(ctx, fmt.Sprintf("PRAGMA busy_timeout = %d", s.cfg.busy.Milliseconds())); err != nil {
 		return unavailable("configure", s.path, err)
+	}
+	// Before any statement that reads the file, the file is checked.
+	if err := s.checkFile(ctx); err != nil {
+		return err
+	}
+	if s.cfg.readOnly {
+		// Nothing is written, so the journal settings do not matter; the
+		// connection refuses writes besides the file being opened
+		// read-only.
+		if _, err := conn.ExecContext(ctx, "PRAGMA query_only = 1"); err != nil {
+			return unavailable("configure", s.path, err)
+		}
+		return nil
 	}
 	for _, p := range []struct{ set, get, want string }{
 		{"PRAGMA journal_mode = TRUNCATE", "PRAGMA journal_mode", "truncate"},
@@ -152,6 +179,8 @@ func (s *Store) openError(ctx context.Context, op string, err error) error {
 	switch {
 	case isNotADB(err):
 		return invalid(s.path, "not an SQLite database")
+	case errors.Is(err, sqlite3.READONLY_ROLLBACK):
+		return unavailable(op, s.path, fmt.Errorf("a transaction cut short (a hot journal) must be rolled back first, which a read-only open cannot do: open it read-write once: %w", err))
 	case busy(err):
 		return fmt.Errorf("sqlitestore: %s %s: %w: %w", op, s.path, ErrLocked, err)
 	case ctx.Err() != nil:

@@ -63,6 +63,10 @@ func TestOpenRefuses(t *testing.T) {
 			require.NoError(t, s.Close())
 			sqliteFile(t, path, fmt.Sprintf("PRAGMA user_version = %d", sqlitestore.SchemaVersion+1))
 		}},
+		{"cut by one byte", cutFile(func(n int64) int64 { return n - 1 })},
+		{"cut by 1000 bytes", cutFile(func(n int64) int64 { return n - 1000 })},
+		{"cut at a page boundary", cutFile(func(n int64) int64 { return n - 4096 })},
+		{"cut inside the header", cutFile(func(int64) int64 { return 50 })},
 		{"symlinked lock file", func(t *testing.T, path string) {
 			require.NoError(t, os.Symlink(filepath.Join(filepath.Dir(path), "elsewhere"), path+".lock"))
 		}},
@@ -80,6 +84,22 @@ func TestOpenRefuses(t *testing.T) {
 			require.ErrorIs(t, err, sourcecatalog.ErrStoreUnavailable)
 			require.Equal(t, before, snapshotFile(path), "the file is unchanged")
 		})
+	}
+}
+
+// cutFile makes a file with an activated cycle, closed, and cuts it to
+// the size to returns for its size.
+func cutFile(to func(int64) int64) func(t *testing.T, path string) {
+	return func(t *testing.T, path string) {
+		s, err := sqlitestore.Open(context.Background(), path)
+		require.NoError(t, err)
+		var l ledger
+		require.NoError(t, runCycle(context.Background(), s, 1, l.ack))
+		require.NoError(t, s.Close())
+		fi, err := os.Stat(path)
+		require.NoError(t, err)
+		require.Zero(t, fi.Size()%4096, "fixture: 4096-byte pages")
+		require.NoError(t, os.Truncate(path, to(fi.Size())))
 	}
 }
 

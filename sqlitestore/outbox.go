@@ -3,7 +3,6 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -48,8 +47,8 @@ type outboxTx struct {
 	last   int64 // the last revision allocated, as of this transaction
 }
 
-func (t *outboxTx) NextRevision(ctx context.Context) (int64, error) {
-	rev := t.last + 1
+func (t *outboxTx) NextRevision(ctx context.Context, floor int64) (int64, error) {
+	rev := max(t.last+1, floor)
 	_, err := t.exec(ctx, "allocate revision", `INSERT INTO outbox_vessels (vessel_id, last_revision) VALUES (?, ?)
 		ON CONFLICT (vessel_id) DO UPDATE SET last_revision = excluded.last_revision`, t.vessel, rev)
 	if err != nil {
@@ -61,30 +60,56 @@ func (t *outboxTx) NextRevision(ctx context.Context) (int64, error) {
 
 const entryColumns = `snapshot_id, chunk_index, revision, entity_type, entity_key, payload, digest, state`
 
+// entryRow is an outbox row as stored, in the order of entryColumns.
+type entryRow struct {
+	snapshot              []byte
+	chunkIndex, revision  int64
+	entityType, entityKey string
+	payload, digest       []byte
+	state                 string
+}
+
+func (r *entryRow) dest() []any {
+	return []any{&r.snapshot, &r.chunkIndex, &r.revision, &r.entityType, &r.entityKey, &r.payload, &r.digest, &r.state}
+}
+
+func rowOfEntry(e outbox.Entry) entryRow {
+	return entryRow{snapshot: e.SnapshotID[:], chunkIndex: int64(e.ChunkIndex), revision: e.Revision,
+		entityType: e.EntityType, entityKey: e.EntityKey, payload: e.Payload, digest: e.Digest[:], state: string(e.State)}
+}
+
 // entries reads the entries that the query's part after "FROM outbox"
-// selects.
+// selects, checking each row against its checksum and its state against
+// the three an entry can be in (SetState changes the state alone, so the
+// checksum leaves it out).
 func (t *outboxTx) entries(ctx context.Context, op, where string, args ...any) ([]outbox.Entry, error) {
 	var out []outbox.Entry
-	err := t.query(ctx, op, `SELECT `+entryColumns+` FROM outbox `+where, args, func(r *sql.Rows) error {
-		e := outbox.Entry{VesselID: t.id}
-		var snap, digest []byte
-		var state string
-		if err := r.Scan(&snap, &e.ChunkIndex, &e.Revision, &e.EntityType, &e.EntityKey, &e.Payload, &digest, &state); err != nil {
+	err := t.query(ctx, op, `SELECT `+entryColumns+`, checksum FROM outbox `+where, args, func(r *sql.Rows) error {
+		var row entryRow
+		var stored sql.NullInt64
+		if err := r.Scan(append(row.dest(), &stored)...); err != nil {
 			return err
 		}
-		var err error
-		if e.SnapshotID, err = uuid.FromBytes(snap); err != nil {
-			return err
+		snap, err := uuid.FromBytes(row.snapshot)
+		switch state := outbox.State(row.state); {
+		case err != nil || len(row.digest) != len(outbox.Entry{}.Digest) || !entrySum(t.vessel, &row).matches(stored) ||
+			(state != outbox.Pending && state != outbox.Delivered && state != outbox.Stopped):
+			entity := fmt.Sprintf("chunk %d", row.chunkIndex)
+			if row.chunkIndex < 0 {
+				entity = "manifest"
+			}
+			return damagedRow("outbox entry of vessel %s snapshot %x (%s)", t.id, row.snapshot, entity)
 		}
-		if len(digest) != len(e.Digest) {
-			return errors.New("digest of the wrong length")
-		}
-		copy(e.Digest[:], digest)
-		e.State = outbox.State(state)
+		e := outbox.Entry{VesselID: t.id, SnapshotID: snap, ChunkIndex: int(row.chunkIndex), Revision: row.revision,
+			EntityType: row.entityType, EntityKey: row.entityKey, Payload: row.payload, State: outbox.State(row.state)}
+		copy(e.Digest[:], row.digest)
 		out = append(out, e)
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 func (t *outboxTx) Entries(ctx context.Context, snapshot uuid.UUID) ([]outbox.Entry, error) {
@@ -106,7 +131,7 @@ func (t *outboxTx) Pending(ctx context.Context, limit int) ([]outbox.Entry, erro
 		`WHERE vessel_id = ? AND state = ? ORDER BY revision, chunk_index LIMIT ?`, t.vessel, string(outbox.Pending), limit)
 }
 
-// entryBatch is how many entries one INSERT writes (9 columns each).
+// entryBatch is how many entries one INSERT writes (10 columns each).
 const entryBatch = 256
 
 func (t *outboxTx) PutEntries(ctx context.Context, entries []outbox.Entry) error {
@@ -118,15 +143,16 @@ func (t *outboxTx) PutEntries(ctx context.Context, entries []outbox.Entry) error
 			return t.fail(ctx, "write outbox entries", fmt.Errorf("an entry of vessel %s in a transaction of %s", e.VesselID, t.id))
 		}
 	}
-	const row = `(?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	const row = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	for start := 0; start < len(entries); start += entryBatch {
 		batch := entries[start:min(start+entryBatch, len(entries))]
-		args := make([]any, 0, 9*len(batch))
+		args := make([]any, 0, 10*len(batch))
 		for _, e := range batch {
-			args = append(args, t.vessel, e.SnapshotID[:], e.ChunkIndex, e.Revision, e.EntityType, e.EntityKey,
-				e.Payload, e.Digest[:], string(e.State))
+			r := rowOfEntry(e)
+			args = append(args, t.vessel, r.snapshot, r.chunkIndex, r.revision, r.entityType, r.entityKey,
+				r.payload, r.digest, r.state, entrySum(t.vessel, &r).sum())
 		}
-		q := `INSERT INTO outbox (vessel_id, ` + entryColumns + `) VALUES ` + strings.Repeat(row+", ", len(batch)-1) + row
+		q := `INSERT INTO outbox (vessel_id, ` + entryColumns + `, checksum) VALUES ` + strings.Repeat(row+", ", len(batch)-1) + row
 		if _, err := t.exec(ctx, "write outbox entries", q, args...); err != nil {
 			return err
 		}

@@ -17,7 +17,7 @@ const applicationID = 0x59534331
 // schemaVersion is the version of the schema this build writes, kept in
 // user_version; migrations[v-1] brings version v-1 to v. A new file runs
 // every migration in turn.
-const schemaVersion = 2
+const schemaVersion = 3
 
 //go:embed schema_v1.sql
 var schemaV1 string
@@ -25,7 +25,14 @@ var schemaV1 string
 //go:embed schema_v2.sql
 var schemaV2 string
 
-var migrations = [schemaVersion]string{schemaV1, schemaV2}
+//go:embed schema_v3.sql
+var schemaV3 string
+
+var migrations = [schemaVersion]string{schemaV1, schemaV2, schemaV3}
+
+// backfills[v-1], when not nil, runs after the statements of migration v,
+// in its transaction.
+var backfills = [schemaVersion]func(context.Context, *sql.Conn) error{2: backfillChecksums}
 
 // fileState is what a database file says about itself.
 type fileState struct {
@@ -79,6 +86,12 @@ func (s *Store) migrate(ctx context.Context) error {
 	if need, err := s.check(st); err != nil || !need {
 		return err
 	}
+	if s.cfg.readOnly {
+		if st.objects == 0 {
+			return invalid(s.path, "an SQLite database with no schema (a read-only open creates none)")
+		}
+		return invalid(s.path, fmt.Sprintf("schema version %d is older than this build's %d (a read-only open migrates nothing: open it read-write once)", st.version, schemaVersion))
+	}
 	if _, err := s.conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 		return s.openError(ctx, "migrate", err)
 	}
@@ -107,6 +120,11 @@ func (s *Store) migrateLocked(ctx context.Context) error {
 	for v := st.version; v < schemaVersion; v++ {
 		for _, stmt := range statements(migrations[v]) {
 			if _, err := s.conn.ExecContext(ctx, stmt); err != nil {
+				return fmt.Errorf("schema version %d: %w", v+1, err)
+			}
+		}
+		if fill := backfills[v]; fill != nil {
+			if err := fill(ctx, s.conn); err != nil {
 				return fmt.Errorf("schema version %d: %w", v+1, err)
 			}
 		}

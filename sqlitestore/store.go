@@ -6,10 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/ncruces/go-sqlite3"
 	"github.com/ncruces/go-sqlite3/driver"
 	"github.com/yachtmemory/sourcecatalog"
 	"github.com/yachtmemory/sourcecatalog/finalize"
@@ -22,7 +22,7 @@ type Store struct {
 	path string
 	cfg  config
 
-	mu       sync.Mutex // held for a whole transaction, and by Close
+	mu       turn // held for a whole transaction, and by Close
 	db       *sql.DB
 	conn     *sql.Conn // the only connection
 	lock     *os.File  // the lifetime lock; nil for a test VFS
@@ -37,6 +37,7 @@ var _ finalize.Store = (*Store)(nil)
 type config struct {
 	busy      time.Duration
 	exclusive bool
+	readOnly  bool
 	vfs       string // a registered test VFS; "" for the operating system's files
 }
 
@@ -47,14 +48,28 @@ type Option func(*config)
 const maxBusyTimeout = 10 * time.Minute
 
 // WithBusyTimeout sets how long a transaction waits for another process's
-// write lock before it fails with ErrLocked (default 5 s). Zero fails at
-// once; Open refuses a negative duration or one over ten minutes.
+// write lock before it fails with ErrLocked (default 5 s), counted from
+// the call: time spent behind this Store's own transactions counts, so
+// calls queued behind one that waits for the lock fail with it, not one
+// after another. Zero fails at once; Open refuses a negative duration or
+// one over ten minutes.
 func WithBusyTimeout(d time.Duration) Option { return func(c *config) { c.busy = d } }
 
 // WithExclusiveLock makes the Store the file's sole owner for its lifetime:
 // Open fails with ErrLocked if any other Store has the file open, and any
 // other Open, from any process, fails at once with ErrLocked until Close.
 func WithExclusiveLock() Option { return func(c *config) { c.exclusive = true } }
+
+// WithReadOnly opens the file for reading only, as an operator's status
+// does: Open creates nothing and migrates nothing — a path that does not
+// exist, an empty file or an older schema version is refused with
+// ErrInvalidFile — and SQLite opens the file read-only, so nothing is
+// written to it. Its transactions take no write lock; one that writes
+// fails with an error of class ErrStoreUnavailable that does not poison
+// the handle. A transaction that a crash cut short (a hot journal) cannot
+// be rolled back read-only: Open fails until a read-write Open has done
+// so.
+func WithReadOnly() Option { return func(c *config) { c.readOnly = true } }
 
 // Close releases the database and the lifetime lock. A transaction still
 // running finishes first. Close is idempotent; every call after it fails
@@ -97,7 +112,11 @@ func (s *Store) poison(err error) {
 }
 
 // classify classes the error of a statement of the running transaction.
+// On a read-only Store, a write is refused without poisoning the handle.
 func (s *Store) classify(ctx context.Context, op string, err error) error {
+	if s.cfg.readOnly && isCode(err, sqlite3.READONLY) && !errors.Is(err, sqlite3.READONLY_ROLLBACK) {
+		return fmt.Errorf("sqlitestore: %s: %w: %w", op, errReadOnly, err)
+	}
 	return classify(ctx, op, err, s.poison)
 }
 
@@ -106,8 +125,15 @@ func (s *Store) classify(ctx context.Context, op string, err error) error {
 // returns body's error unchanged. COMMIT and ROLLBACK run whatever ctx
 // says, so that their outcome depends on the file alone; if either fails,
 // or body met an I/O error, the Store is poisoned.
+//
+// A call waits for the Store's transactions before it only while ctx
+// lasts, and for another process's write lock only for what is left of
+// the busy timeout, counted from the call (begin).
 func (s *Store) transact(ctx context.Context, body func(q *sql.Conn) error) error {
-	s.mu.Lock()
+	called := time.Now()
+	if err := s.mu.LockContext(ctx); err != nil {
+		return fmt.Errorf("sqlitestore: begin: waiting for the store's other transactions: %w", err)
+	}
 	defer s.mu.Unlock()
 	if err := s.usable(); err != nil {
 		return err
@@ -115,8 +141,8 @@ func (s *Store) transact(ctx context.Context, body func(q *sql.Conn) error) erro
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("sqlitestore: begin: %w", err)
 	}
-	if _, err := s.conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-		return s.classify(ctx, "begin", err)
+	if err := s.begin(ctx, time.Since(called)); err != nil {
+		return err
 	}
 	done := false
 	defer func() {
@@ -135,11 +161,46 @@ func (s *Store) transact(ctx context.Context, body func(q *sql.Conn) error) erro
 		return s.usable()
 	}
 	if _, err := s.conn.ExecContext(context.WithoutCancel(ctx), "COMMIT"); err != nil {
+		err = storageFailure(err)
 		s.poison(err)
 		s.rollback()
 		return fmt.Errorf("sqlitestore: commit: %w: %w", ErrPoisoned, err)
 	}
 	return nil
+}
+
+// begin runs BEGIN IMMEDIATE, waiting for another process's write lock
+// for the busy timeout less waited, the time the call spent behind the
+// Store's own transactions (at least one try), and returns its classified
+// error. So a transaction queued behind one that waits for the lock waits
+// beside it, not after it: while another process holds the file, every
+// call fails with ErrLocked one busy timeout after it was made, however
+// many were queued. The transaction's statements, COMMIT included, have
+// the whole busy timeout again; if it cannot be restored the Store is
+// poisoned.
+func (s *Store) begin(ctx context.Context, waited time.Duration) error {
+	if waited >= time.Millisecond {
+		if err := s.setBusyTimeout(max(0, s.cfg.busy-waited)); err != nil {
+			return s.classify(ctx, "begin", err)
+		}
+		defer func() {
+			if err := s.setBusyTimeout(s.cfg.busy); err != nil {
+				s.poison(err)
+			}
+		}()
+	}
+	begin := "BEGIN IMMEDIATE"
+	if s.cfg.readOnly {
+		begin = "BEGIN" // takes the shared lock at its first read
+	}
+	_, err := s.conn.ExecContext(ctx, begin)
+	return s.classify(ctx, "begin", err)
+}
+
+// setBusyTimeout sets how long the connection's statements wait for
+// another process's lock.
+func (s *Store) setBusyTimeout(d time.Duration) error {
+	return s.conn.Raw(func(c any) error { return c.(driver.Conn).Raw().BusyTimeout(d) })
 }
 
 // rollback ends the open transaction, if SQLite has not already ended it
@@ -150,14 +211,14 @@ func (s *Store) rollback() {
 		open = !c.(driver.Conn).Raw().GetAutocommit()
 		return nil
 	}); err != nil {
-		s.poison(err)
+		s.poison(storageFailure(err))
 		return
 	}
 	if !open {
 		return
 	}
 	if _, err := s.conn.ExecContext(context.Background(), "ROLLBACK"); err != nil {
-		s.poison(err)
+		s.poison(storageFailure(err))
 	}
 }
 

@@ -147,27 +147,56 @@ func (t *tx) SetVessel(ctx context.Context, v finalize.VesselState) error {
 const snapshotColumns = `snapshot_id, revision, state, final_status, manifest, manifest_sha256,
 	chunk_count, record_count, chunks_staged, staged_bytes, reason`
 
-func scanSnapshot(sc interface{ Scan(...any) error }, s *finalize.Snapshot) error {
-	var id, digest []byte
-	var state, final string
-	err := sc.Scan(&id, &s.Revision, &state, &final, &s.Manifest, &digest,
-		&s.ChunkCount, &s.RecordCount, &s.ChunksStaged, &s.StagedBytes, &s.Reason)
-	if err != nil {
+// snapshotRow is a snapshots row as stored, in the order of
+// snapshotColumns.
+type snapshotRow struct {
+	id                                            []byte
+	revision                                      int64
+	state, final                                  string
+	manifest, digest                              []byte // digest is nil when the manifest has not arrived
+	chunkCount, recordCount, chunksStaged, staged int64
+	reason                                        string
+}
+
+func (r *snapshotRow) dest() []any {
+	return []any{&r.id, &r.revision, &r.state, &r.final, &r.manifest, &r.digest,
+		&r.chunkCount, &r.recordCount, &r.chunksStaged, &r.staged, &r.reason}
+}
+
+func rowOfSnapshot(s finalize.Snapshot) snapshotRow {
+	r := snapshotRow{id: s.ID[:], revision: s.Revision, state: string(s.State), final: string(s.Final),
+		chunkCount: int64(s.ChunkCount), recordCount: int64(s.RecordCount), chunksStaged: int64(s.ChunksStaged),
+		staged: s.StagedBytes, reason: boundReason(s.Reason)}
+	if s.Manifest != nil {
+		r.manifest, r.digest = s.Manifest, s.ManifestDigest[:]
+	}
+	return r
+}
+
+// scanSnapshot reads a row of snapshotColumns and checksum into s,
+// checking the checksum.
+func (t *tx) scanSnapshot(sc interface{ Scan(...any) error }, s *finalize.Snapshot) error {
+	var r snapshotRow
+	var stored sql.NullInt64
+	if err := sc.Scan(append(r.dest(), &stored)...); err != nil {
 		return err
 	}
-	if s.ID, err = uuid.FromBytes(id); err != nil {
-		return err
+	id, err := uuid.FromBytes(r.id)
+	if err != nil || !snapshotSum(t.vessel, &r).matches(stored) {
+		return damagedRow("vessel %s snapshot %x", vesselText(t.vessel), r.id)
 	}
-	s.State, s.Final = finalize.SnapshotState(state), finalize.OutcomeStatus(final)
-	copy(s.ManifestDigest[:], digest)
+	*s = finalize.Snapshot{ID: id, Revision: r.revision, State: finalize.SnapshotState(r.state),
+		Final: finalize.OutcomeStatus(r.final), Manifest: r.manifest, ChunkCount: int(r.chunkCount),
+		RecordCount: int(r.recordCount), ChunksStaged: int(r.chunksStaged), StagedBytes: r.staged, Reason: r.reason}
+	copy(s.ManifestDigest[:], r.digest)
 	return nil
 }
 
 func (t *tx) Snapshot(ctx context.Context, id uuid.UUID) (finalize.Snapshot, error) {
 	var s finalize.Snapshot
 	found := false
-	err := t.query(ctx, "read snapshot", `SELECT `+snapshotColumns+` FROM snapshots WHERE vessel_id = ? AND snapshot_id = ?`,
-		[]any{t.vessel, id[:]}, func(r *sql.Rows) error { found = true; return scanSnapshot(r, &s) })
+	err := t.query(ctx, "read snapshot", `SELECT `+snapshotColumns+`, checksum FROM snapshots WHERE vessel_id = ? AND snapshot_id = ?`,
+		[]any{t.vessel, id[:]}, func(r *sql.Rows) error { found = true; return t.scanSnapshot(r, &s) })
 	if err == nil && !found {
 		err = sourcecatalog.ErrNotFound
 	}
@@ -176,10 +205,10 @@ func (t *tx) Snapshot(ctx context.Context, id uuid.UUID) (finalize.Snapshot, err
 
 func (t *tx) Snapshots(ctx context.Context) ([]finalize.Snapshot, error) {
 	var out []finalize.Snapshot
-	err := t.query(ctx, "read snapshots", `SELECT `+snapshotColumns+` FROM snapshots WHERE vessel_id = ?`,
+	err := t.query(ctx, "read snapshots", `SELECT `+snapshotColumns+`, checksum FROM snapshots WHERE vessel_id = ?`,
 		[]any{t.vessel}, func(r *sql.Rows) error {
 			var s finalize.Snapshot
-			err := scanSnapshot(r, &s)
+			err := t.scanSnapshot(r, &s)
 			out = append(out, s)
 			return err
 		})
@@ -187,19 +216,20 @@ func (t *tx) Snapshots(ctx context.Context) ([]finalize.Snapshot, error) {
 }
 
 func (t *tx) PutSnapshot(ctx context.Context, s finalize.Snapshot) error {
+	r := rowOfSnapshot(s)
 	var manifest, digest any
-	if s.Manifest != nil {
-		manifest, digest = s.Manifest, s.ManifestDigest[:]
+	if r.digest != nil {
+		manifest, digest = r.manifest, r.digest
 	}
-	_, err := t.exec(ctx, "write snapshot", `INSERT INTO snapshots (vessel_id, `+snapshotColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	_, err := t.exec(ctx, "write snapshot", `INSERT INTO snapshots (vessel_id, `+snapshotColumns+`, checksum)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (vessel_id, snapshot_id) DO UPDATE SET revision = excluded.revision, state = excluded.state,
 		final_status = excluded.final_status, manifest = excluded.manifest,
 		manifest_sha256 = excluded.manifest_sha256, chunk_count = excluded.chunk_count,
 		record_count = excluded.record_count, chunks_staged = excluded.chunks_staged,
-		staged_bytes = excluded.staged_bytes, reason = excluded.reason`,
-		t.vessel, s.ID[:], s.Revision, string(s.State), string(s.Final), manifest, digest,
-		s.ChunkCount, s.RecordCount, s.ChunksStaged, s.StagedBytes, boundReason(s.Reason))
+		staged_bytes = excluded.staged_bytes, reason = excluded.reason, checksum = excluded.checksum`,
+		t.vessel, r.id, r.revision, r.state, r.final, manifest, digest,
+		r.chunkCount, r.recordCount, r.chunksStaged, r.staged, r.reason, snapshotSum(t.vessel, &r).sum())
 	return err
 }
 
@@ -227,31 +257,56 @@ func (t *tx) DeleteSnapshot(ctx context.Context, id uuid.UUID) error {
 func (t *tx) Chunk(ctx context.Context, snapshot uuid.UUID, index int) (finalize.StagedChunk, error) {
 	c := finalize.StagedChunk{Snapshot: snapshot, Index: index}
 	var digest []byte
-	found, err := t.queryRow(ctx, "read chunk", `SELECT payload_sha256, chunk_canonical FROM chunks
-		WHERE vessel_id = ? AND snapshot_id = ? AND chunk_index = ?`, []any{t.vessel, snapshot[:], index}, &digest, &c.Canonical)
-	if err == nil && !found {
-		err = sourcecatalog.ErrNotFound
+	var stored sql.NullInt64
+	found, err := t.queryRow(ctx, "read chunk", `SELECT payload_sha256, chunk_canonical, checksum FROM chunks
+		WHERE vessel_id = ? AND snapshot_id = ? AND chunk_index = ?`, []any{t.vessel, snapshot[:], index}, &digest, &c.Canonical, &stored)
+	switch {
+	case err != nil:
+		return c, err
+	case !found:
+		return c, sourcecatalog.ErrNotFound
+	}
+	if err := t.checkChunk(snapshot, index, digest, c.Canonical, stored); err != nil {
+		return finalize.StagedChunk{}, t.fail(ctx, "read chunk", err)
 	}
 	copy(c.Payload[:], digest)
-	return c, err
+	return c, nil
+}
+
+// checkChunk checks a chunks row read back against its checksum.
+func (t *tx) checkChunk(snapshot uuid.UUID, index int, digest, canonical []byte, stored sql.NullInt64) error {
+	if !chunkSum(t.vessel, snapshot[:], index, digest, canonical).matches(stored) {
+		return damagedRow("vessel %s snapshot %s chunk %d", vesselText(t.vessel), snapshot, index)
+	}
+	return nil
 }
 
 func (t *tx) Chunks(ctx context.Context, snapshot uuid.UUID) ([]finalize.StagedChunk, error) {
 	var out []finalize.StagedChunk
-	err := t.query(ctx, "read chunks", `SELECT chunk_index, payload_sha256, chunk_canonical FROM chunks
+	err := t.query(ctx, "read chunks", `SELECT chunk_index, payload_sha256, chunk_canonical, checksum FROM chunks
 		WHERE vessel_id = ? AND snapshot_id = ? ORDER BY chunk_index`, []any{t.vessel, snapshot[:]}, func(r *sql.Rows) error {
 		c := finalize.StagedChunk{Snapshot: snapshot}
 		var digest []byte
-		err := r.Scan(&c.Index, &digest, &c.Canonical)
+		var stored sql.NullInt64
+		if err := r.Scan(&c.Index, &digest, &c.Canonical, &stored); err != nil {
+			return err
+		}
+		if err := t.checkChunk(snapshot, c.Index, digest, c.Canonical, stored); err != nil {
+			return err
+		}
 		copy(c.Payload[:], digest)
 		out = append(out, c)
-		return err
+		return nil
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 func (t *tx) PutChunk(ctx context.Context, c finalize.StagedChunk) error {
-	_, err := t.exec(ctx, "write chunk", `INSERT INTO chunks (vessel_id, snapshot_id, chunk_index, payload_sha256, chunk_canonical)
-		VALUES (?, ?, ?, ?, ?)`, t.vessel, c.Snapshot[:], c.Index, c.Payload[:], c.Canonical)
+	_, err := t.exec(ctx, "write chunk", `INSERT INTO chunks (vessel_id, snapshot_id, chunk_index, payload_sha256, chunk_canonical, checksum)
+		VALUES (?, ?, ?, ?, ?, ?)`, t.vessel, c.Snapshot[:], c.Index, c.Payload[:], c.Canonical,
+		chunkSum(t.vessel, c.Snapshot[:], c.Index, c.Payload[:], c.Canonical).sum())
 	return err
 }

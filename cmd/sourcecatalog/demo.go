@@ -44,7 +44,9 @@ inventory exactly as the earlier one updated by the two cycles implies
 (what left is kept, not currently observed, with its first and last
 sighting), every outbox entry delivered and none pending. The exit status
 is 0 when it is right and 1 otherwise. The same seed on the same stores
-prints the same output.
+prints the same output: for that the demo's outbox counts revisions 1, 2,
+3 with the revision floor of SPEC.md §2.4 off, which commit and a real
+outbox keep on.
 
 Stores that outlive the run carry on. A run first resumes what earlier
 runs left: it publishes the entries still pending in the outbox (those

@@ -201,6 +201,9 @@ func TestCanonInvalid(t *testing.T) {
 		{"lone surrogate", `"\ud800"`, "surrogate"},
 		{"byte-order mark", "\xEF\xBB\xBF{}", "byte-order mark"},
 		{"NaN", `NaN`, "invalid number"},
+		// The first problem in text order (SPEC.md §3.4, §10.3).
+		{"duplicate before a later problem", `{"a":1,"a":2,"b":1e400}`, "duplicate object member name at offset 7"},
+		{"minus at the end", `[-`, "invalid number syntax at offset 1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := cli(t, tc.stdin, "canon")
@@ -554,6 +557,10 @@ func TestVerifyReportsProblems(t *testing.T) {
 			[]string{`chunk 4 field "snapshot_id": integrity violation: snapshot_id differs from the manifest`, `chunk 4 field "chunk_index": integrity violation: chunk missing`}},
 		{"malformed chunk", f.header, jsonArray(replaced(0, []byte(`{"chunk_index":0,}`))),
 			[]string{`malformed JSON: chunks[0]`}},
+		{"duplicate name before a later problem", f.header, jsonArray(replaced(0, []byte(`{"chunk_index":0,"chunk_index":0,"x":1e400}`))),
+			[]string{`malformed JSON: chunks[0]: canonical: duplicate object member name at offset 17`}},
+		{"canonical text over the request cap", f.header, jsonArray(replaced(0, []byte(`{"x":[`+strings.Repeat("1e20,", 1500)+`0]}`))),
+			[]string{`limit exceeded: chunks[0]: canonical message larger than 32768 bytes`}},
 		{"chunk not an object", f.header, jsonArray(replaced(0, []byte(`[]`))),
 			[]string{`invalid value: chunks[0]: must be a JSON object`}},
 		{"chunks file not an array", f.header, []byte(`{"chunk_index":0}`),

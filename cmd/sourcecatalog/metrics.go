@@ -10,6 +10,7 @@ import (
 	"github.com/yachtmemory/sourcecatalog"
 	"github.com/yachtmemory/sourcecatalog/finalize"
 	"github.com/yachtmemory/sourcecatalog/httpbinding"
+	"github.com/yachtmemory/sourcecatalog/storeheal"
 )
 
 // serveMetrics are serve's Prometheus metrics, in a registry of their own
@@ -33,6 +34,7 @@ type serveMetrics struct {
 
 	snapshots, snapshotsLimit *prometheus.GaugeVec // vessel, bound
 	bytes, bytesLimit         *prometheus.GaugeVec // vessel, bound
+	supersededByActive        *prometheus.GaugeVec // vessel
 }
 
 // Label values of the staging gauges' bound label.
@@ -71,12 +73,16 @@ func newServeMetrics() *serveMetrics {
 		snapshotsLimit: stagingGauge(ns, "staging_snapshots_limit", "The bound on staging_snapshots, by vessel and bound."),
 		bytes:          stagingGauge(ns, "staging_bytes", "Bytes staged, by vessel and bound (incomplete: still staging; retained: finalized and kept)."),
 		bytesLimit:     stagingGauge(ns, "staging_bytes_limit", "The bound on staging_bytes, by vessel and bound."),
+		supersededByActive: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: ns, Name: "superseded_by_active",
+			Help: "Snapshots the vessel's active snapshot superseded since it was activated, as of the vessel's last finalize; growing, the vessel's revisions went backwards (a lost or restored on-board store, SPEC.md §2.4, §8.4).",
+		}, []string{"vessel"}),
 	}
 	m.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.messages, m.receives, m.finalizes, m.durations, m.retries, m.reconciles,
-		m.snapshots, m.snapshotsLimit, m.bytes, m.bytesLimit,
+		m.snapshots, m.snapshotsLimit, m.bytes, m.bytesLimit, m.supersededByActive,
 	)
 	return m
 }
@@ -87,6 +93,41 @@ func counterVec(ns, name, help string, labels ...string) *prometheus.CounterVec 
 
 func stagingGauge(ns, name, help string) *prometheus.GaugeVec {
 	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: name, Help: help}, []string{"vessel", "bound"})
+}
+
+// store registers the metrics of the store's health, read from status at
+// each scrape: sourcecatalog_store_state, 1 for the state the store is in
+// and 0 for the others, and the counts of poisonings and reopens.
+func (m *serveMetrics) store(status func() storeheal.Status) {
+	const ns = "sourcecatalog"
+	for _, state := range storeheal.States() {
+		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: ns, Name: "store_state", ConstLabels: prometheus.Labels{"state": state.String()},
+			Help: "1 for the state the store is in (healthy; poisoned: a failure, calls in flight finishing; reopening; closed), 0 for the others.",
+		}, func() float64 { return b2f(status().State == state) }))
+	}
+	m.reg.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Namespace: ns, Name: "store_poisonings_total",
+			Help: "Failures that poisoned the store handle (an I/O error, a full disk, a failed commit, a lost database connection), each followed by a reopen.",
+		}, func() float64 { return float64(status().Poisonings) }),
+		storeReopens(ns, "ok", func() int64 { return status().Reopens }),
+		storeReopens(ns, "error", func() int64 { return status().FailedReopens }),
+	)
+}
+
+func storeReopens(ns, result string, n func() int64) prometheus.Collector {
+	return prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Namespace: ns, Name: "store_reopens_total", ConstLabels: prometheus.Labels{"result": result},
+		Help: "Attempts to reopen the store after a poisoning, by result (ok, or error: the attempt failed and is retried after a backoff).",
+	}, func() float64 { return float64(n()) })
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // handler serves the registry in the Prometheus text format.
@@ -115,6 +156,9 @@ func (m *serveMetrics) receiver(e finalize.Event) {
 		outcome := finalizeOutcome(e)
 		m.finalizes.WithLabelValues(outcome).Inc()
 		m.durations.WithLabelValues(outcome).Observe(e.Duration.Seconds())
+		if e.Outcome.Status != "" {
+			m.supersededByActive.WithLabelValues(e.Vessel.String()).Set(float64(e.Outcome.SupersededByActive))
+		}
 	case finalize.EventRetry:
 		m.retries.WithLabelValues(e.Op).Inc()
 	}

@@ -28,6 +28,13 @@ store transaction allocates the vessel's next revision, builds the
 snapshot, checks every entry against its digest and writes the manifest
 and every chunk as pending outbox entries. Publish sends them.
 
+The revision is floored by the clock (SPEC.md §2.4): it is the larger of
+one more than the outbox's last revision and the discovery time
+(--discovered-at, but never later than this computer's clock) in
+milliseconds since 1970, so that a new, emptied or restored outbox file starts
+above every revision the vessel sent before, as long as the clock has
+moved on since. A revision is therefore a number such as 1777636800000.
+
 A commit is all or nothing. Committing the same cycle again — the same
 --snapshot and records that make the same document — writes nothing and
 answers the revision and entries of the first commit (the retry of a

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
@@ -68,7 +70,7 @@ func outboxPending(t *testing.T, path string, vessel uuid.UUID) (pending int, la
 	require.NoError(t, err)
 	errPeek := assert.AnError
 	err = s.Outbox().WithVessel(ctx, vessel, func(tx outbox.Tx) error {
-		next, err := tx.NextRevision(ctx)
+		next, err := tx.NextRevision(ctx, 0)
 		last = next - 1
 		if err != nil {
 			return err
@@ -77,6 +79,14 @@ func outboxPending(t *testing.T, path string, vessel uuid.UUID) (pending int, la
 	})
 	require.ErrorIs(t, err, errPeek)
 	return pending, last
+}
+
+// parseTime parses a time the commands print.
+func parseTime(t *testing.T, s string) time.Time {
+	t.Helper()
+	at, err := time.Parse(time.RFC3339Nano, s)
+	require.NoError(t, err)
+	return at
 }
 
 func TestCommit(t *testing.T) {
@@ -88,13 +98,16 @@ func TestCommit(t *testing.T) {
 
 	first := commitJSONOf(t, "--store", db, "--vessel", vesselFlag, "--discovered-at", atFlag, boat)
 	assert.Equal(t, commitOut{
-		VesselID: vesselFlag, SnapshotID: first.SnapshotID, Revision: 1, DiscoveredAt: atFlag,
+		// The revision floored by the discovery time (SPEC.md §2.4).
+		VesselID: vesselFlag, SnapshotID: first.SnapshotID, Revision: 1777636800000, DiscoveredAt: atFlag,
 		ChunkCount: 2, RecordCount: 129, DocumentSHA256: first.DocumentSHA256, Entries: 3, Pending: 3,
 	}, first)
 	assert.NotEqual(t, snap, first.SnapshotID)
 
+	before := time.Now().Truncate(time.Second).UnixMilli()
 	second := commitJSONOf(t, "--store", db, "--vessel", vesselFlag, "--snapshot", snap, scaled)
-	assert.Equal(t, int64(2), second.Revision, "the next revision, allocated in the commit")
+	assert.Equal(t, parseTime(t, second.DiscoveredAt).UnixMilli(), second.Revision, "the next revision, floored by the time of the commit")
+	assert.GreaterOrEqual(t, second.Revision, before)
 	assert.Equal(t, snap, second.SnapshotID)
 	assert.Equal(t, 600, second.RecordCount)
 	assert.Greater(t, second.ChunkCount, 2)
@@ -104,7 +117,7 @@ func TestCommit(t *testing.T) {
 	// first commit's revision and discovery time.
 	r := cli(t, string(recordsJSON(examples.Scaled(600))), "commit", "-", "--vessel", vesselFlag, "--snapshot", snap, "--store", db)
 	require.Equal(t, exitOK, r.code, r.stderr)
-	assert.Regexp(t, `^already committed: vessel `+vesselFlag+` snapshot `+snap+` revision 2: \d+ chunks, 600 records, \d+ outbox entries \(\d+ pending\)\n$`, r.stdout)
+	assert.Regexp(t, `^already committed: vessel `+vesselFlag+` snapshot `+snap+` revision `+strconv.FormatInt(second.Revision, 10)+`: \d+ chunks, 600 records, \d+ outbox entries \(\d+ pending\)\n$`, r.stdout)
 	retry := commitJSONOf(t, "--store", db, "--vessel", vesselFlag, "--snapshot", snap, "--discovered-at", "2027-01-01T00:00:00Z", scaled)
 	want := second
 	want.Retried = true
@@ -116,13 +129,13 @@ func TestCommit(t *testing.T) {
 	assert.Empty(t, r.stdout)
 	assert.Contains(t, r.stderr, "sourcecatalog commit: snapshot "+snap+" was committed before with records that make another document; nothing written")
 	pending, last := outboxPending(t, filepath.Join(dir, "boat.db"), examples.VesselID)
-	assert.Equal(t, int64(2), last, "the refused commit allocated no revision")
+	assert.Equal(t, second.Revision, last, "the refused commit allocated no revision")
 	assert.Equal(t, first.Entries+second.Entries, pending)
 
 	// Text output of a new commit.
-	r = cli(t, "", "commit", "--store", db, "--vessel", vesselFlag, boat)
+	r = cli(t, "", "commit", "--store", db, "--vessel", vesselFlag, "--discovered-at", atFlag, boat)
 	require.Equal(t, exitOK, r.code, r.stderr)
-	assert.Regexp(t, `^committed: vessel `+vesselFlag+` snapshot [0-9a-f-]{36} revision 3: 2 chunks, 129 records, 3 outbox entries \(3 pending\)\n$`, r.stdout)
+	assert.Regexp(t, `^committed: vessel `+vesselFlag+` snapshot [0-9a-f-]{36} revision `+strconv.FormatInt(second.Revision+1, 10)+`: 2 chunks, 129 records, 3 outbox entries \(3 pending\)\n$`, r.stdout)
 }
 
 func TestCommitDefaultTime(t *testing.T) {

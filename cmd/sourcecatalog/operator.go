@@ -17,8 +17,9 @@ import (
 
 // storeHelp is the --store and --json paragraph of the operator commands.
 const storeHelp = `  --store STORE  the receiver's store: memory (empty: for trying the
-                 command), sqlite:FILE (created when absent; a running
-                 serve may share it) or mysql:DSN, a
+                 command), sqlite:FILE (created when absent, except by
+                 status, which only reads it; a running serve may share
+                 it) or mysql:DSN, a
                  github.com/go-sql-driver/mysql DSN naming a database whose
                  schema is current (serve --migrate creates it). The DSN is
                  never printed
@@ -36,7 +37,10 @@ with a staged or an active snapshot: the active snapshot, the last outcome
 (the finalized snapshot of the highest revision), the usage of each
 staging bound, and every staged snapshot, highest revision first — those
 still staging with what they miss, the finalized ones with their outcome
-and reason. Usage is measured against finalize.DefaultLimits (8 snapshots
+and reason — and a warning when the active snapshot superseded snapshots
+finalized after it: a vessel whose revisions went backwards, such as one
+whose on-board store was lost or restored, sends cycles that never
+activate (SPEC.md §2.4, §8.4). Usage is measured against finalize.DefaultLimits (8 snapshots
 and 64 MiB staging, 32 snapshots and 256 MiB retained): a receiver run
 with other limits fills them at another pace. A full retained bound stops
 finalizing until snapshots are pruned (see prune).
@@ -53,6 +57,7 @@ Output with --json:
     "usage": {"incomplete_snapshots": {"used": U, "limit": L, "fraction": F},
               "incomplete_bytes": {…}, "retained_snapshots": {…},
               "retained_bytes": {…}, "highest": F},
+    "superseded_by_active": K,
     "snapshots": [{"snapshot_id": "…", "revision": N, "state": "staging",
                    "outcome": "", "reason": "", "chunk_count": C,
                    "record_count": R, "chunks_staged": S, "staged_bytes": B,
@@ -62,7 +67,10 @@ active is null before the first activation and last_outcome when nothing
 was finalized (or all was pruned). state is staging, activated, superseded
 or rejected; outcome, "" while staging, is the outcome that finalized the
 snapshot (activated, already_active, superseded or rejected) and reason
-why it was rejected. chunk_count and record_count are 0 until the
+why it was rejected or which snapshot superseded it. superseded_by_active
+counts the snapshots the active one superseded since it was activated;
+one may be a cycle that arrived late, a growing count is a vessel whose
+revisions went backwards. chunk_count and record_count are 0 until the
 manifest is staged; missing_chunks is known only then; complete means
 nothing is missing, so that reconcile finalizes it. fraction is used over
 limit.
@@ -170,6 +178,8 @@ type operatorFlags struct {
 	store  storeFlag
 	asJSON boolFlag
 	vessel uuidFlag
+	// readOnly: the command only reads the store (status).
+	readOnly bool
 }
 
 // parse parses the operator command's flags, those of fs included, and
@@ -193,7 +203,7 @@ func (f *operatorFlags) parse(e *env, c *command, fs *flag.FlagSet, args []strin
 
 // run runs fn on a Receiver over the store.
 func (f *operatorFlags) run(e *env, c *command, fn func(context.Context, *finalize.Receiver) int) int {
-	return withStores(e, c, &f.store, storeOptions{}, func(ctx context.Context, st *stores) int {
+	return withStores(e, c, &f.store, storeOptions{readOnly: f.readOnly}, func(ctx context.Context, st *stores) int {
 		return fn(ctx, finalize.NewReceiver(st.receiver))
 	})
 }
@@ -225,7 +235,7 @@ func (f *operatorFlags) report(e *env, c *command, out any, show func(), failed 
 // status
 
 func runStatus(e *env, c *command, args []string) int {
-	var f operatorFlags
+	f := operatorFlags{readOnly: true}
 	if status, ok := f.parse(e, c, flag.NewFlagSet(c.name, flag.ContinueOnError), args); !ok {
 		return status
 	}

@@ -33,6 +33,7 @@ type vesselOut struct {
 	Active      *activeOut `json:"active"`
 	LastOutcome *lastOut   `json:"last_outcome"`
 	Usage       usageOut   `json:"usage"`
+	Superseded  int        `json:"superseded_by_active"`
 	Snapshots   []snapOut  `json:"snapshots"`
 }
 
@@ -143,6 +144,9 @@ type opBackend struct {
 
 var sqliteBackend = opBackend{"sqlite", func(t *testing.T) (string, func(func(*finalize.Receiver))) {
 	path := filepath.Join(t.TempDir(), "shore.db")
+	s, err := sqlitestore.Open(context.Background(), path) // status creates none
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
 	return "sqlite:" + path, func(fn func(*finalize.Receiver)) {
 		s, err := sqlitestore.Open(context.Background(), path)
 		require.NoError(t, err)
@@ -241,6 +245,7 @@ func runOperator(t *testing.T, b opBackend) {
 		run  func(t *testing.T, arg string, with func(func(*finalize.Receiver)))
 	}{
 		{"status", testStatus},
+		{"status superseded", testStatusSuperseded},
 		{"reconcile", testReconcile},
 		{"discard", testDiscard},
 		{"prune", testPrune},
@@ -324,6 +329,41 @@ func testStatus(t *testing.T, store string, with func(func(*finalize.Receiver)))
 		IncompleteSnapshots: gaugeOut{Limit: 8}, IncompleteBytes: gaugeOut{Limit: 64 << 20},
 		RetainedSnapshots: gaugeOut{Limit: 32}, RetainedBytes: gaugeOut{Limit: 256 << 20},
 	}, Snapshots: []snapOut{}}}}, statusOf(t, "--store", store, "--vessel", other.String()))
+}
+
+// testStatusSuperseded: a vessel whose revisions went backwards is
+// flagged (SPEC.md §8.4), in text and in JSON, until a higher revision
+// activates.
+func testStatusSuperseded(t *testing.T, store string, with func(func(*finalize.Receiver))) {
+	active := snapshotAt(t, 40, examples.Boat())
+	with(func(r *finalize.Receiver) { activate(t, r, active) })
+	const warning = "superseded by the active revision since it was activated: while this grows, the vessel sends revisions below one it sent before (a lost or restored on-board store, SPEC.md §2.4, §8.4)\n"
+	r := cli(t, "", "status", "--store", store)
+	require.Equal(t, exitOK, r.code, r.stderr)
+	assert.NotContains(t, r.stdout, "warning:")
+	for n := 1; n <= 2; n++ {
+		low := snapshotAt(t, int64(n), examples.Scaled(10+n)) // a counter that started again
+		with(func(r *finalize.Receiver) {
+			stageAll(t, r, low)
+			out, err := r.Finalize(context.Background(), examples.VesselID, low.Manifest.SnapshotID)
+			require.NoError(t, err)
+			require.Equal(t, finalize.Superseded, out.Status)
+		})
+		v := statusOf(t, "--store", store).Vessels
+		require.Len(t, v, 1)
+		assert.Equal(t, n, v[0].Superseded, "superseded_by_active")
+		r := cli(t, "", "status", "--store", store)
+		require.Equal(t, exitOK, r.code, r.stderr)
+		assert.Contains(t, r.stdout, "\n  warning:      "+plural(n, "snapshot")+" "+warning)
+		assert.Contains(t, r.stdout, fmt.Sprintf("    revision %d snapshot %s: superseded: revision 40, snapshot %s, was active\n", n, low.Manifest.SnapshotID, active.Manifest.SnapshotID))
+	}
+	with(func(r *finalize.Receiver) { activate(t, r, snapshotAt(t, 41, examples.Boat())) })
+	v := statusOf(t, "--store", store).Vessels
+	require.Len(t, v, 1)
+	assert.Zero(t, v[0].Superseded, "a higher revision activated: nothing superseded by it")
+	r = cli(t, "", "status", "--store", store)
+	require.Equal(t, exitOK, r.code, r.stderr)
+	assert.NotContains(t, r.stdout, "warning:")
 }
 
 func testReconcile(t *testing.T, store string, with func(func(*finalize.Receiver))) {

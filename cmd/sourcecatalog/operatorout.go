@@ -18,11 +18,14 @@ type statusJSON struct {
 }
 
 type vesselJSON struct {
-	VesselID    uuid.UUID      `json:"vessel_id"`
-	Active      *activeJSON    `json:"active"`       // null before the first activation
-	LastOutcome *lastJSON      `json:"last_outcome"` // null when nothing was finalized
-	Usage       usageJSON      `json:"usage"`
-	Snapshots   []snapshotJSON `json:"snapshots"`
+	VesselID    uuid.UUID   `json:"vessel_id"`
+	Active      *activeJSON `json:"active"`       // null before the first activation
+	LastOutcome *lastJSON   `json:"last_outcome"` // null when nothing was finalized
+	Usage       usageJSON   `json:"usage"`
+	// SupersededByActive counts the snapshots the active one superseded
+	// since it was activated (finalize.VesselStatus.SupersededByActive).
+	SupersededByActive int            `json:"superseded_by_active"`
+	Snapshots          []snapshotJSON `json:"snapshots"`
 }
 
 type activeJSON struct {
@@ -114,7 +117,7 @@ type prunedSnapshotJSON struct {
 
 // vesselOf renders a vessel's status.
 func vesselOf(st finalize.VesselStatus) vesselJSON {
-	v := vesselJSON{VesselID: st.VesselID, Usage: usageOf(st.Usage), Snapshots: []snapshotJSON{}}
+	v := vesselJSON{VesselID: st.VesselID, Usage: usageOf(st.Usage), SupersededByActive: st.SupersededByActive, Snapshots: []snapshotJSON{}}
 	if a := st.Active; a.ActiveSnapshot != uuid.Nil {
 		v.Active = &activeJSON{SnapshotID: a.ActiveSnapshot, Revision: a.ActiveRevision, DiscoveredAt: envelope.FormatTime(a.ActiveDiscoveredAt)}
 	}
@@ -175,6 +178,11 @@ func printStatus(e *env, out statusJSON) {
 			fmt.Fprintf(&b, "  last outcome: revision %d, snapshot %s: %s%s\n", l.Revision, l.SnapshotID, l.Outcome, reason(l.Reason))
 		} else {
 			b.WriteString("  last outcome: none\n")
+		}
+		if n := v.SupersededByActive; n > 0 {
+			fmt.Fprintf(&b, "  warning:      %s superseded by the active revision since it was activated: "+
+				"while this grows, the vessel sends revisions below one it sent before (a lost or restored on-board store, SPEC.md §2.4, §8.4)\n",
+				plural(n, "snapshot"))
 		}
 		b.WriteString("  usage of finalize.DefaultLimits:\n")
 		for _, g := range []struct {

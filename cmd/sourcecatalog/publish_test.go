@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/yachtmemory/sourcecatalog/envelope"
 	"github.com/yachtmemory/sourcecatalog/examples"
 	"github.com/yachtmemory/sourcecatalog/finalize"
 	"github.com/yachtmemory/sourcecatalog/httpbinding"
@@ -188,15 +190,16 @@ func TestPublish(t *testing.T) {
 			require.Len(t, st.Vessels, 1)
 			v := st.Vessels[0]
 			require.NotNil(t, v.Active)
-			assert.Equal(t, activeOut{SnapshotID: second.SnapshotID, Revision: 2, DiscoveredAt: second.DiscoveredAt}, *v.Active)
-			assert.Equal(t, &lastOut{SnapshotID: second.SnapshotID, Revision: 2, Outcome: "activated"}, v.LastOutcome)
+			assert.Equal(t, activeOut{SnapshotID: second.SnapshotID, Revision: second.Revision, DiscoveredAt: second.DiscoveredAt}, *v.Active)
+			assert.Equal(t, &lastOut{SnapshotID: second.SnapshotID, Revision: second.Revision, Outcome: "activated"}, v.LastOutcome)
 			assert.Equal(t, gaugeOut{Used: 2, Limit: 32, Fraction: 2.0 / 32}, v.Usage.RetainedSnapshots)
 			assert.Equal(t, gaugeOut{Used: 0, Limit: 8, Fraction: 0}, v.Usage.IncompleteSnapshots)
 			assert.Equal(t, int64(finalize.DefaultLimits.RetainedBytes), v.Usage.RetainedBytes.Limit)
 			assert.Positive(t, v.Usage.RetainedBytes.Used)
 			assert.Equal(t, v.Usage.RetainedSnapshots.Fraction, v.Usage.Highest)
 			require.Len(t, v.Snapshots, 2)
-			assert.Equal(t, []int64{2, 1}, []int64{v.Snapshots[0].Revision, v.Snapshots[1].Revision})
+			assert.Equal(t, []int64{second.Revision, first.Revision}, []int64{v.Snapshots[0].Revision, v.Snapshots[1].Revision})
+			assert.Greater(t, second.Revision, first.Revision)
 			for _, s := range v.Snapshots {
 				assert.Equal(t, "activated", s.State)
 				assert.Equal(t, s.ChunkCount, s.ChunksStaged)
@@ -225,7 +228,7 @@ func TestPublishRetries(t *testing.T) {
 	fastBackoff(t)
 	g := newPublishRig(t, allCredentials[1])
 	rcv := g.rcv
-	g.commitBoat(t)
+	com := g.commitBoat(t)
 	rcv.fail.Store(4) // the first pass fails in full, the second in part
 
 	r := cli(t, "", g.args(g.boat, "--receiver-v2")...)
@@ -246,7 +249,7 @@ func TestPublishRetries(t *testing.T) {
 	v := statusOf(t, "--store", "sqlite:"+rcv.path).Vessels
 	require.Len(t, v, 1)
 	require.NotNil(t, v[0].Active)
-	assert.Equal(t, int64(1), v[0].Active.Revision)
+	assert.Equal(t, com.Revision, v[0].Active.Revision)
 }
 
 func TestPublishBackoffDoubles(t *testing.T) {
@@ -430,4 +433,74 @@ func TestPublishRefuses(t *testing.T) {
 			assert.NotContains(t, r.stderr, "has space")
 		})
 	}
+}
+
+// TestRevisionsSurviveLostOutbox: the boat's outbox file is lost between
+// two cycles, and later restored from an old copy; the next cycle
+// activates each time (SPEC.md §2.4), and the receiver never supersedes.
+func TestRevisionsSurviveLostOutbox(t *testing.T) {
+	g := newPublishRig(t, allCredentials[0])
+	publish := func() {
+		t.Helper()
+		r := cli(t, "", g.args(g.boat, "--receiver-v2")...)
+		require.Equal(t, exitOK, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+	}
+	// cycle commits and publishes one cycle, discovered at at, and
+	// requires the receiver to have activated it.
+	cycle := func(at time.Time, n int) commitOut {
+		t.Helper()
+		com := commitJSONOf(t, "--store", "sqlite:"+g.boat, "--vessel", vesselFlag, "--discovered-at", envelope.FormatTime(at),
+			recordsFile(t, g.dir, "cycle.json", examples.Scaled(100+n)))
+		publish()
+		st, err := sqlitestore.Open(context.Background(), g.rcv.path)
+		require.NoError(t, err)
+		defer func() { require.NoError(t, st.Close()) }()
+		vs, err := finalize.NewReceiver(st).Status(context.Background(), examples.VesselID)
+		require.NoError(t, err)
+		require.Equal(t, com.SnapshotID, vs.Active.ActiveSnapshot.String(), "cycle %d (revision %d) is active", n, com.Revision)
+		require.Zero(t, vs.SupersededByActive, "cycle %d: nothing superseded", n)
+		return com
+	}
+	boatFiles := func() []string {
+		t.Helper()
+		files, err := filepath.Glob(g.boat + "*")
+		require.NoError(t, err)
+		return files
+	}
+	at := time.Now().UTC().Add(-2 * time.Hour).Truncate(time.Second)
+	first := cycle(at, 1)
+	backup := t.TempDir()
+	for _, f := range boatFiles() { // a copy of the closed file
+		copyFile(t, f, filepath.Join(backup, filepath.Base(f)))
+	}
+	second := cycle(at.Add(15*time.Minute), 2)
+
+	// A new SD card: the outbox file is gone.
+	for _, f := range boatFiles() {
+		require.NoError(t, os.Remove(f))
+	}
+	third := cycle(at.Add(30*time.Minute), 3)
+	assert.Greater(t, third.Revision, second.Revision, "the new file starts above the lost one")
+
+	// The old copy is restored: it holds the first cycle only.
+	for _, f := range boatFiles() {
+		require.NoError(t, os.Remove(f))
+	}
+	copies, err := filepath.Glob(filepath.Join(backup, "*"))
+	require.NoError(t, err)
+	for _, f := range copies {
+		copyFile(t, f, filepath.Join(g.dir, filepath.Base(f)))
+	}
+	_, last := outboxPending(t, g.boat, examples.VesselID)
+	require.Equal(t, first.Revision, last, "the restored copy knows the first cycle only")
+	fourth := cycle(at.Add(45*time.Minute), 4)
+	assert.Greater(t, fourth.Revision, third.Revision, "the restored copy starts above what the newer files allocated")
+}
+
+// copyFile copies a file's bytes.
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(to, b, 0o600))
 }

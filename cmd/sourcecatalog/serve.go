@@ -22,6 +22,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/yachtmemory/sourcecatalog/finalize"
 	"github.com/yachtmemory/sourcecatalog/httpbinding"
+	"github.com/yachtmemory/sourcecatalog/storeheal"
 )
 
 var serveCommand = &command{
@@ -38,7 +39,9 @@ complete, at start-up and then every --reconcile-interval (SPEC.md §8.6).
 Every request is authenticated before its body is read, by a client
 certificate (--client-ca), a bearer token (--tokens), or either when both
 are given (a request presenting both must name one vessel with both). A
-vessel's credentials stage only that vessel's messages.
+vessel's credentials stage only that vessel's messages. Serve has no
+fleet registry: the --client-ca and --tokens files are its registry, and
+every vessel they authenticate is taken as registered (SPEC.md §11.2).
 
 Answers:
   200  the receipt: staged, or already_received for an identical resend
@@ -64,11 +67,24 @@ bound is full, the oldest; --retain all prunes nothing, so that a vessel
 stops activating once 32 snapshots are kept — about eight hours of
 15-minute cycles — until an operator prunes or discards.
 
+The store heals. When a failure poisons it — an I/O error or a full disk
+under sqlite:FILE, a failed commit, the connection to MariaDB lost — serve
+answers every message 503 store_unavailable at once, lets the requests
+already running on the store finish, closes it and opens it again: at
+once, then after a backoff doubling from 0.1 s to 10 s, until the store
+opens and a write made and rolled back succeeds. Then it serves again,
+without a restart; /healthz, the log and sourcecatalog_store_state say
+which state the store is in: healthy, poisoned (requests finishing) or
+reopening.
+
 Logs go to standard error with log/slog: the addresses bound, each
 request (vessel, snapshot, entity type, outcome, status), each finalize
-(vessel, snapshot, outcome, revision, duration), reconciliation failures,
-store retries, a warning when a vessel uses 80% of a staging bound, and
-the shutdown. They never hold a DSN's password nor a token.
+(vessel, snapshot, outcome, revision, duration), a warning for each
+snapshot the active one supersedes (a vessel whose revisions went
+backwards, SPEC.md §8.4), reconciliation failures, store retries, the
+store poisoned, each reopen that failed and the store reopened, a warning
+when a vessel uses 80% of a staging bound, and the shutdown. They never
+hold a DSN's password nor a token.
 
 SIGTERM or SIGINT stops serve gracefully: it stops accepting, lets the
 requests in flight finish (30 s at most), stops the reconciler and closes
@@ -102,15 +118,19 @@ Flags (each at most once):
                        --client-ca or --tokens
   --insecure-no-auth VESSEL
                        instead of TLS and authentication: plain HTTP, every
-                       request taken as sent by VESSEL, whoever sends it.
+                       request taken as sent by VESSEL, whoever sends it;
+                       a request presenting an Authorization header is
+                       401, as a credential sent in clear.
                        For tests and for a receiver behind a proxy that
                        authenticates; --listen must then be a loopback
                        address (127.0.0.1 or ::1), and the TLS and
                        authentication flags are refused
   --admin-listen ADDR|off
                        the host:port of a plain HTTP listener serving
-                       GET /healthz (200 when the store answers, 503
-                       otherwise) and GET /metrics (Prometheus text
+                       GET /healthz (200 "ok" when the store answers; 503
+                       "store poisoned" or "store reopening" while it
+                       heals, "store unavailable" when it does not answer)
+                       and GET /metrics (Prometheus text
                        format), or off (default 127.0.0.1:9464). It has no
                        authentication and names vessels: keep it on
                        loopback or a private network for the scraper
@@ -135,6 +155,13 @@ Metrics (all labelled as shown):
   sourcecatalog_store_retries_total{op}              transactions retried
   sourcecatalog_reconcile_total{result}              vessels reconciled, and
                                                      failures to list them
+  sourcecatalog_store_state{state}                   1 for the store's state
+                                                     (healthy, poisoned,
+                                                     reopening, closed), 0
+                                                     for the others
+  sourcecatalog_store_poisonings_total               failures that poisoned it
+  sourcecatalog_store_reopens_total{result}          reopen attempts, ok or
+                                                     error
 bound is incomplete (snapshots still staging) or retained (finalized);
 outcome is a receipt status, a finalize outcome, an error class's wire
 name (error when it has none), or for messages_total also
@@ -268,7 +295,8 @@ func (f *serveFlags) serve(ctx context.Context, stop func(), e *env, c *command)
 	if err != nil {
 		return c.failf(e, "%v", err)
 	}
-	st, err := f.store.open(ctx, storeOptions{migrate: f.migrate.on})
+	logs := serveLog{logger}
+	st, health, err := f.store.openHealing(ctx, storeOptions{migrate: f.migrate.on}, logs.store)
 	if err != nil {
 		return c.failf(e, "opening the store: %v", err)
 	}
@@ -283,7 +311,8 @@ func (f *serveFlags) serve(ctx context.Context, stop func(), e *env, c *command)
 		return c.failf(e, "%v", err)
 	}
 
-	metrics, logs := newServeMetrics(), serveLog{logger}
+	metrics := newServeMetrics()
+	metrics.store(health.Status)
 	observeReceiver := func(ev finalize.Event) { metrics.receiver(ev); logs.receiver(ev) }
 	observeBinding := func(ev httpbinding.Event) { metrics.binding(ev); logs.binding(ev) }
 	recv := finalize.NewReceiver(st.receiver, append(f.retain.options(), finalize.WithObserver(observeReceiver))...)
@@ -302,7 +331,7 @@ func (f *serveFlags) serve(ctx context.Context, stop func(), e *env, c *command)
 		logger.Warn("authentication is off: every request is taken as sent by the vessel", "vessel", f.insecure.id.String())
 	}
 	if adminLn != nil {
-		admin := newAdminServer(adminHandler(st.ping, metrics, logger), errorLog)
+		admin := newAdminServer(adminHandler(health.Status, st.ping, metrics, logger), errorLog)
 		servers = append(servers, admin)
 		go func() { serving <- serveOn(admin, adminLn, false) }()
 		logger.Info("admin listening", "addr", adminLn.Addr().String(), "paths", "/healthz /metrics")
@@ -504,15 +533,23 @@ func newAdminServer(h http.Handler, errorLog *log.Logger) *http.Server {
 	}
 }
 
-// adminHandler serves GET /healthz — 200 "ok" when ping succeeds within
-// healthTimeout, 503 otherwise — and GET /metrics; other paths are 404.
-func adminHandler(ping func(context.Context) error, m *serveMetrics, log *slog.Logger) http.Handler {
+// adminHandler serves GET /healthz and GET /metrics; other paths are 404.
+// /healthz answers 200 "ok" when the store is healthy and ping succeeds
+// within healthTimeout, and 503 otherwise: "store poisoned" or "store
+// reopening" while the store heals (the transitions are logged by the
+// observer), "store unavailable" when the ping fails (logged here).
+func adminHandler(status func() storeheal.Status, ping func(context.Context) error, m *serveMetrics, log *slog.Logger) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), healthTimeout)
 		defer cancel()
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
+		if st := status(); st.State != storeheal.Healthy {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			io.WriteString(w, "store "+st.State.String()+"\n")
+			return
+		}
 		if err := ping(ctx); err != nil {
 			log.Warn("health check: the store does not answer", "err", err)
 			w.WriteHeader(http.StatusServiceUnavailable)
@@ -527,6 +564,24 @@ func adminHandler(ping func(context.Context) error, m *serveMetrics, log *slog.L
 
 // serveLog writes serve's log lines from the observers' events.
 type serveLog struct{ *slog.Logger }
+
+// store logs what the store's Handle reports: the store poisoned, the
+// reopening begun, each attempt that failed, and the store reopened.
+func (l serveLog) store(s storeheal.Status) {
+	state := s.State.String()
+	switch {
+	case s.State == storeheal.Poisoned:
+		l.Error("store poisoned: refusing requests until it is reopened", "state", state, "err", s.Cause)
+	case s.State == storeheal.Reopening && s.Attempts == 0 && s.LastErr != nil:
+		l.Warn("store reopening", "state", state, "close_err", s.LastErr)
+	case s.State == storeheal.Reopening && s.Attempts == 0:
+		l.Warn("store reopening", "state", state)
+	case s.State == storeheal.Reopening:
+		l.Warn("store reopen failed", "state", state, "attempts", s.Attempts, "err", s.LastErr)
+	case s.State == storeheal.Healthy:
+		l.Info("store reopened", "state", state, "failed_attempts", s.Attempts, "reopens", s.Reopens)
+	}
+}
 
 // binding logs what the Handler and the Reconciler report: every request,
 // and reconciliations that finalized something or failed. Finalize calls
@@ -577,6 +632,11 @@ func (l serveLog) receiver(e finalize.Event) {
 		}
 		attrs = append(attrs, "duration", e.Duration)
 		l.Log(context.Background(), level, "finalize", attrs...)
+		if e.Outcome.Status == finalize.Superseded && e.Outcome.SupersededByActive > 0 {
+			l.Warn("snapshot superseded by the active one: while superseded_by_active grows, the vessel sends revisions below one it sent before (a lost or restored on-board store, SPEC.md §2.4)",
+				"vessel", e.Vessel.String(), "snapshot", e.Snapshot.String(), "revision", e.Outcome.Revision,
+				"active_revision", e.Outcome.ActiveRevision, "superseded_by_active", e.Outcome.SupersededByActive)
+		}
 	case finalize.EventRetry:
 		l.Warn("store retry", "op", e.Op, "vessel", e.Vessel.String())
 	}

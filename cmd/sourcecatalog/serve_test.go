@@ -31,6 +31,7 @@ import (
 	"github.com/yachtmemory/sourcecatalog/httpbinding"
 	"github.com/yachtmemory/sourcecatalog/internal/testpki"
 	"github.com/yachtmemory/sourcecatalog/sqlitestore"
+	"github.com/yachtmemory/sourcecatalog/storeheal"
 )
 
 // ---------------------------------------------------------------------------
@@ -540,7 +541,9 @@ func TestServeLogUsageWarning(t *testing.T) {
 func TestAdminHandler(t *testing.T) {
 	var failing error
 	var logged bytes.Buffer
-	h := adminHandler(func(context.Context) error { return failing }, newServeMetrics(), (&logFormatFlag{}).logger(&logged))
+	state := storeheal.Healthy
+	h := adminHandler(func() storeheal.Status { return storeheal.Status{State: state} },
+		func(context.Context) error { return failing }, newServeMetrics(), (&logFormatFlag{}).logger(&logged))
 	get := func(method, path string) *httptest.ResponseRecorder {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(method, path, nil))
@@ -556,6 +559,16 @@ func TestAdminHandler(t *testing.T) {
 	assert.Equal(t, http.StatusServiceUnavailable, rec.Code)
 	assert.Equal(t, "store unavailable\n", rec.Body.String(), "the cause stays in the log")
 	assert.Contains(t, logged.String(), "database is locked")
+
+	failing = nil
+	for _, state = range []storeheal.State{storeheal.Poisoned, storeheal.Reopening} {
+		rec = get("GET", "/healthz")
+		assert.Equal(t, http.StatusServiceUnavailable, rec.Code, "%s", state)
+		assert.Equal(t, "store "+state.String()+"\n", rec.Body.String())
+	}
+	state = storeheal.Healthy
+	assert.Equal(t, http.StatusOK, get("GET", "/healthz").Code)
+	failing = errors.New("database is locked")
 
 	assert.Equal(t, http.StatusOK, get("GET", "/metrics").Code)
 	assert.Equal(t, http.StatusServiceUnavailable, get("HEAD", "/healthz").Code, "HEAD is GET without a body")
@@ -825,4 +838,68 @@ func TestServeShutdownFinishesInFlight(t *testing.T) {
 	rc, err := finalize.NewReceiver(st).ReceiveChunk(context.Background(), origin, snap.Chunks[0].Canonical())
 	require.NoError(t, err)
 	assert.Equal(t, envelope.AlreadyReceived, rc.Status)
+}
+
+// The store's health metrics read the Handle's Status at each scrape: one
+// series per state, 1 for the current one, and the counters.
+func TestServeStoreMetrics(t *testing.T) {
+	m := newServeMetrics()
+	st := storeheal.Status{State: storeheal.Healthy}
+	m.store(func() storeheal.Status { return st })
+	for _, tc := range []struct {
+		status storeheal.Status
+		want   []string
+	}{
+		{storeheal.Status{State: storeheal.Healthy}, []string{
+			`sourcecatalog_store_state{state="healthy"} 1`, `sourcecatalog_store_state{state="poisoned"} 0`,
+			`sourcecatalog_store_state{state="reopening"} 0`, `sourcecatalog_store_state{state="closed"} 0`,
+			`sourcecatalog_store_poisonings_total 0`, `sourcecatalog_store_reopens_total{result="ok"} 0`,
+			`sourcecatalog_store_reopens_total{result="error"} 0`,
+		}},
+		{storeheal.Status{State: storeheal.Poisoned, Poisonings: 1}, []string{
+			`sourcecatalog_store_state{state="healthy"} 0`, `sourcecatalog_store_state{state="poisoned"} 1`,
+			`sourcecatalog_store_poisonings_total 1`,
+		}},
+		{storeheal.Status{State: storeheal.Reopening, Poisonings: 1, FailedReopens: 3}, []string{
+			`sourcecatalog_store_state{state="poisoned"} 0`, `sourcecatalog_store_state{state="reopening"} 1`,
+			`sourcecatalog_store_reopens_total{result="error"} 3`,
+		}},
+		{storeheal.Status{State: storeheal.Healthy, Poisonings: 1, Reopens: 1, FailedReopens: 3}, []string{
+			`sourcecatalog_store_state{state="healthy"} 1`, `sourcecatalog_store_state{state="reopening"} 0`,
+			`sourcecatalog_store_reopens_total{result="ok"} 1`,
+		}},
+	} {
+		st = tc.status
+		got := scrapeMetrics(t, m)
+		for _, want := range tc.want {
+			assertMetric(t, got, want)
+		}
+	}
+}
+
+// Each change of the store's health is logged, with its cause.
+func TestServeLogStore(t *testing.T) {
+	cause, attempt := errors.New("disk I/O error"), errors.New("still full")
+	for _, tc := range []struct {
+		status storeheal.Status
+		level  string
+		msg    string
+		attrs  map[string]any
+	}{
+		{storeheal.Status{State: storeheal.Poisoned, Cause: cause}, "ERROR", "store poisoned: refusing requests until it is reopened",
+			map[string]any{"state": "poisoned", "err": "disk I/O error"}},
+		{storeheal.Status{State: storeheal.Reopening, Cause: cause}, "WARN", "store reopening", map[string]any{"state": "reopening", "close_err": nil}},
+		{storeheal.Status{State: storeheal.Reopening, Cause: cause, LastErr: attempt}, "WARN", "store reopening",
+			map[string]any{"state": "reopening", "close_err": "still full"}},
+		{storeheal.Status{State: storeheal.Reopening, Cause: cause, Attempts: 2, LastErr: attempt}, "WARN", "store reopen failed",
+			map[string]any{"state": "reopening", "attempts": float64(2), "err": "still full"}},
+		{storeheal.Status{State: storeheal.Healthy, Cause: cause, Attempts: 2, Reopens: 1}, "INFO", "store reopened",
+			map[string]any{"state": "healthy", "failed_attempts": float64(2), "reopens": float64(1)}},
+	} {
+		tail := &serveLogTail{}
+		serveLog{(&logFormatFlag{json: true}).logger(tail)}.store(tc.status)
+		line, ok := tail.find(tc.msg, tc.attrs)
+		require.True(t, ok, "no line %q with %v in:\n%s", tc.msg, tc.attrs, tail)
+		assert.Equal(t, tc.level, line["level"])
+	}
 }

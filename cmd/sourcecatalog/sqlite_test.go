@@ -51,7 +51,7 @@ func readFile(t *testing.T, path string) fileState {
 			return err
 		}
 		st.pending = len(pending)
-		next, err := tx.NextRevision(ctx)
+		next, err := tx.NextRevision(ctx, 0)
 		if err != nil {
 			return err
 		}

@@ -60,6 +60,10 @@ type storeOptions struct {
 	// outbox asks for the on-board outbox; memory has none worth having,
 	// since it ends with the process.
 	outbox bool
+	// readOnly opens for reading only (status): an SQLite file is opened
+	// read-only and never created or migrated, so a missing or empty file
+	// is an error; a MariaDB schema is only checked, as without migrate.
+	readOnly bool
 }
 
 // stores are the stores one --store names, open.
@@ -73,9 +77,10 @@ type stores struct {
 }
 
 // open opens the stores f names. A SQLite file is created when absent
-// and may be shared with other processes; a MariaDB schema must be current
-// unless opts.migrate, and yachtmemory_telemetry is refused by Migrate as
-// in the library. It never prints the DSN.
+// (unless opts.readOnly) and may be shared with other processes; a
+// MariaDB schema must be current unless opts.migrate, and
+// yachtmemory_telemetry is refused by Migrate as in the library. It never
+// prints the DSN.
 func (f *storeFlag) open(ctx context.Context, opts storeOptions) (*stores, error) {
 	switch f.kind {
 	case "memory":
@@ -87,7 +92,11 @@ func (f *storeFlag) open(ctx context.Context, opts storeOptions) (*stores, error
 			ping: func(context.Context) error { return nil }, close: func() error { return nil },
 		}, nil
 	case "sqlite":
-		s, err := sqlitestore.Open(ctx, f.arg)
+		var o []sqlitestore.Option
+		if opts.readOnly {
+			o = append(o, sqlitestore.WithReadOnly())
+		}
+		s, err := sqlitestore.Open(ctx, f.arg, o...)
 		if err != nil {
 			return nil, err
 		}
@@ -109,8 +118,8 @@ func (f *storeFlag) open(ctx context.Context, opts storeOptions) (*stores, error
 			return nil, fmt.Errorf("mysql: %w", err)
 		}
 		db := sql.OpenDB(conn)
-		check := mysqlstore.CheckSchema
-		if opts.migrate {
+		check := mysqlstore.CheckSchema // reads information_schema only
+		if opts.migrate && !opts.readOnly {
 			check = func(ctx context.Context, db *sql.DB) error { return mysqlstore.Migrate(ctx, db) }
 		}
 		if err := check(ctx, db); err != nil {

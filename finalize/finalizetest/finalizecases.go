@@ -29,6 +29,7 @@ var revisionCases = []testCase{
 	{"Higher", testHigherRevision},
 	{"HigherSameDocument", testHigherSameDocument},
 	{"ReportedAgain", testReportedAgain},
+	{"SupersededByActive", testSupersededByActive},
 }
 
 var rejectedCases = []testCase{
@@ -193,6 +194,33 @@ func revisionSetup(t *testing.T, newStore NewStore) (e *env, first, a *envelope.
 	a = e.build(5, changedInventory(t).withSensors("sensor", 150, "m"))
 	e.activate(a)
 	return e, first, a
+}
+
+// testSupersededByActive: a vessel whose revisions went backwards (a lost
+// or restored on-board store, SPEC.md §2.4) is counted, from what the
+// Store keeps, until a higher revision activates (§8.4).
+func testSupersededByActive(t *testing.T, newStore NewStore) {
+	e, first, a := revisionSetup(t, newStore)
+	count := func(id uuid.UUID, want int, why string) {
+		t.Helper()
+		out, err := e.r.Finalize(e.ctx, e.vessel, id)
+		require.NoError(t, err)
+		require.Equal(t, want, out.SupersededByActive, "Outcome: %s", why)
+		st, err := e.r.Status(e.ctx, e.vessel)
+		require.NoError(t, err)
+		require.Equal(t, want, st.SupersededByActive, "Status: %s", why)
+	}
+	count(idOf(a), 0, "the active snapshot superseded nothing yet")
+	count(idOf(first), 0, "a snapshot replaced by an activation is not superseded by the active one")
+	for rev := int64(1); rev <= 3; rev++ {
+		low := e.build(rev, baseInventory().withSensors("probe", int(rev), "m"))
+		e.deliverAll(messagesOf(t, low), envelope.Staged)
+		count(idOf(low), int(rev), "a cycle below the active revision after a reset")
+		count(idOf(low), int(rev), "reported again: nothing new")
+	}
+	high := e.build(6, baseInventory())
+	e.activate(high)
+	count(idOf(high), 0, "an activation starts the count again")
 }
 
 func testLowerRevision(t *testing.T, newStore NewStore) {

@@ -249,7 +249,8 @@ func (e *env) reconcile() []finalize.Outcome {
 	outs, err := e.r.Reconcile(e.ctx, e.vessel)
 	require.NoError(e.t, err, "Reconcile")
 	for i := range outs {
-		outs[i].Usage = finalize.Usage{} // as it was after each Finalize: unknown now
+		// As they were after each Finalize: unknown now.
+		outs[i].Usage, outs[i].SupersededByActive = finalize.Usage{}, 0
 	}
 	return outs
 }

@@ -227,7 +227,9 @@ func Run(ctx context.Context, cfg Config, w io.Writer) (Report, error) {
 	// snapshots (finalize.DefaultLimits): keep the newest few.
 	d.receiver = finalize.NewReceiver(store, finalize.WithRetention(keepFinalized))
 	d.outbox = box
-	d.writer = outbox.NewWriter(d.outbox)
+	// Counted revisions (1 and 2, then 3 and 4 on a second run) keep the
+	// output the same for a seed; a real outbox floors them (SPEC.md §2.4).
+	d.writer = outbox.NewWriter(d.outbox, outbox.WithRevisionFloor(false))
 	if cfg.HTTP != nil {
 		l, err := startHTTP(*cfg.HTTP, cfg.Seed, d.receiver, d.vessel)
 		if err != nil {
@@ -471,7 +473,7 @@ func (d *run) lastRevision() (int64, error) {
 	var next int64
 	err := d.outbox.WithVessel(d.ctx, d.vessel, func(tx outbox.Tx) error {
 		var err error
-		if next, err = tx.NextRevision(d.ctx); err != nil {
+		if next, err = tx.NextRevision(d.ctx, 0); err != nil {
 			return err
 		}
 		return errPeek

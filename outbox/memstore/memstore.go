@@ -86,11 +86,11 @@ func (t *memTx) check(ctx context.Context) error {
 	return ctx.Err()
 }
 
-func (t *memTx) NextRevision(ctx context.Context) (int64, error) {
+func (t *memTx) NextRevision(ctx context.Context, floor int64) (int64, error) {
 	if err := t.check(ctx); err != nil {
 		return 0, err
 	}
-	t.revision++
+	t.revision = max(t.revision+1, floor)
 	return t.revision, nil
 }
 

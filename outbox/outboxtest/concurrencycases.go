@@ -33,7 +33,7 @@ func testConcurrentCycles(t *testing.T, newStore NewStore) {
 	for i := range cycles {
 		cycles[i] = e.cycle(inv(fmt.Sprintf("c%d", i), 1+i*23))
 	}
-	w := outbox.NewWriter(e.store)
+	w := countingWriter(e.store)
 	res := suite.Parallel(n, func(i int) committed {
 		com, err := w.Commit(e.ctx, cycles[i])
 		return committed{com, err}
@@ -60,7 +60,7 @@ func testConcurrentCycles(t *testing.T, newStore NewStore) {
 func testConcurrentRetries(t *testing.T, newStore NewStore) {
 	e := newEnv(t, newStore)
 	c := e.cycle(inv("a", 60))
-	w := outbox.NewWriter(e.store)
+	w := countingWriter(e.store)
 	res := suite.Parallel(8, func(int) committed {
 		com, err := w.Commit(e.ctx, c)
 		return committed{com, err}
@@ -93,7 +93,7 @@ func testConcurrentVessels(t *testing.T, newStore NewStore) {
 			cycles = append(cycles, envs[v].cycle(inv(fmt.Sprintf("v%d.c%d", v, i), 2+i)))
 		}
 	}
-	w := outbox.NewWriter(store)
+	w := countingWriter(store)
 	res := suite.Parallel(len(cycles), func(i int) committed {
 		com, err := w.Commit(envs[0].ctx, cycles[i])
 		return committed{com, err}
@@ -126,7 +126,7 @@ func testPublishWhileCommitting(t *testing.T, newStore NewStore) {
 	size := make(map[uuid.UUID]int)
 	done := make(chan []committed)
 	go func() {
-		w := outbox.NewWriter(e.store)
+		w := countingWriter(e.store)
 		var out []committed
 		for _, c := range cycles {
 			com, err := w.Commit(e.ctx, c)

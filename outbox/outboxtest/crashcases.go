@@ -58,7 +58,7 @@ func testCommitEveryPoint(t *testing.T, newStore NewStore) {
 
 	e, ca := setup(t)
 	fs := NewFaultStore(e.store)
-	cb, err := outbox.NewWriter(fs).Commit(e.ctx, b)
+	cb, err := countingWriter(fs).Commit(e.ctx, b)
 	require.NoError(t, err)
 	require.Equal(t, int64(2), cb.Revision)
 	requireCommitted(t, b, 2, cb.Entries)
@@ -71,7 +71,7 @@ func testCommitEveryPoint(t *testing.T, newStore NewStore) {
 			e, _ := setup(t)
 			fs := NewFaultStore(e.store)
 			fs.Inject(p.kind, p.n)
-			com, err := outbox.NewWriter(fs).Commit(e.ctx, b)
+			com, err := countingWriter(fs).Commit(e.ctx, b)
 			require.True(t, fs.Fired(), "the fault was injected")
 			require.ErrorIs(t, err, ErrInjected, "the failure reaches the caller")
 			require.Zero(t, com, "no commit with an error")
@@ -85,7 +85,7 @@ func testCommitEveryPoint(t *testing.T, newStore NewStore) {
 			}
 
 			// Restart: commit the same cycle again.
-			again, err := outbox.NewWriter(e.store).Commit(e.ctx, b)
+			again, err := countingWriter(e.store).Commit(e.ctx, b)
 			require.NoError(t, err, "retry")
 			require.Equal(t, p.kind == LoseAck, again.Retried, "Retried exactly when the first commit happened")
 			require.Equal(t, cb, outbox.Commit{Revision: again.Revision, Entries: again.Entries}, "b's revision and entries, whatever happened")

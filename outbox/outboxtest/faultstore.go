@@ -126,11 +126,11 @@ type faultTx struct {
 
 var _ outbox.Tx = (*faultTx)(nil)
 
-func (t *faultTx) NextRevision(ctx context.Context) (int64, error) {
+func (t *faultTx) NextRevision(ctx context.Context, floor int64) (int64, error) {
 	if err := t.g.Op("NextRevision", 1); err != nil {
 		return 0, err
 	}
-	return t.tx.NextRevision(ctx)
+	return t.tx.NextRevision(ctx, floor)
 }
 
 func (t *faultTx) Entries(ctx context.Context, snapshot uuid.UUID) ([]outbox.Entry, error) {

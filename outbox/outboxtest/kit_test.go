@@ -81,8 +81,8 @@ func (t *brokenTx) payloads(entries []outbox.Entry) []outbox.Entry {
 	return entries
 }
 
-func (t *brokenTx) NextRevision(ctx context.Context) (int64, error) {
-	return t.Tx.NextRevision(t.b.Ctx(ctx))
+func (t *brokenTx) NextRevision(ctx context.Context, floor int64) (int64, error) {
+	return t.Tx.NextRevision(t.b.Ctx(ctx), floor)
 }
 
 func (t *brokenTx) Entries(ctx context.Context, snapshot uuid.UUID) ([]outbox.Entry, error) {

@@ -73,7 +73,7 @@ func testNextRevision(t *testing.T, newStore NewStore) {
 	e := newEnv(t, newStore)
 	next := func(tx outbox.Tx, want int64) {
 		t.Helper()
-		got, err := tx.NextRevision(e.ctx)
+		got, err := tx.NextRevision(e.ctx, 0)
 		require.NoError(t, err, "NextRevision")
 		require.Equal(t, want, got, "revisions are allocated one after the other")
 	}
@@ -98,7 +98,7 @@ func testRollback(t *testing.T, newStore NewStore) {
 	e := newEnv(t, newStore)
 	var kept []outbox.Entry
 	e.in(func(tx outbox.Tx) error {
-		rev, err := tx.NextRevision(e.ctx)
+		rev, err := tx.NextRevision(e.ctx, 0)
 		if err != nil {
 			return err
 		}
@@ -109,7 +109,7 @@ func testRollback(t *testing.T, newStore NewStore) {
 	boom := errors.New("callback failed")
 	var lost []outbox.Entry
 	err := e.store.WithVessel(e.ctx, e.vessel, func(tx outbox.Tx) error {
-		rev, err := tx.NextRevision(e.ctx)
+		rev, err := tx.NextRevision(e.ctx, 0)
 		require.NoError(t, err)
 		require.Equal(t, int64(2), rev, "NextRevision: one more than the last committed")
 		lost = fakeEntries(e.vessel, rev, 3)
@@ -123,7 +123,7 @@ func testRollback(t *testing.T, newStore NewStore) {
 
 	// A callback that fails after allocating a revision only.
 	err = e.store.WithVessel(e.ctx, e.vessel, func(tx outbox.Tx) error {
-		rev, err := tx.NextRevision(e.ctx)
+		rev, err := tx.NextRevision(e.ctx, 0)
 		require.NoError(t, err)
 		require.Equal(t, int64(2), rev, "the rolled-back revision is allocated again")
 		return boom
@@ -295,10 +295,10 @@ func testVesselIsolation(t *testing.T, newStore NewStore) {
 	b := envOn(t, a.store, uuid.New())
 	ea := fakeEntries(a.vessel, 1, 2)
 	a.in(func(tx outbox.Tx) error {
-		rev, err := tx.NextRevision(a.ctx)
+		rev, err := tx.NextRevision(a.ctx, 0)
 		require.NoError(t, err)
 		require.Equal(t, int64(1), rev, "a vessel's first revision is 1")
-		_, err = tx.NextRevision(a.ctx)
+		_, err = tx.NextRevision(a.ctx, 0)
 		require.NoError(t, err)
 		return tx.PutEntries(a.ctx, ea)
 	})
@@ -340,7 +340,7 @@ func testSerialised(t *testing.T, newStore NewStore) {
 			defer wg.Done()
 			for range each {
 				errs <- e.store.WithVessel(e.ctx, e.vessel, func(tx outbox.Tx) error {
-					rev, err := tx.NextRevision(e.ctx)
+					rev, err := tx.NextRevision(e.ctx, 0)
 					if err != nil {
 						return err
 					}
@@ -376,7 +376,7 @@ func testContextCanceled(t *testing.T, newStore NewStore) {
 	cancel()
 	lost := fakeEntries(e.vessel, 1, 1)
 	err := e.store.WithVessel(ctx, e.vessel, func(tx outbox.Tx) error {
-		if _, err := tx.NextRevision(ctx); err != nil {
+		if _, err := tx.NextRevision(ctx, 0); err != nil {
 			return err
 		}
 		return tx.PutEntries(ctx, lost)

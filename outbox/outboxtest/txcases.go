@@ -21,7 +21,7 @@ type txCall struct {
 
 var txCalls = []txCall{
 	{"NextRevision", func(ctx context.Context, tx outbox.Tx, _ *env, _ []outbox.Entry) error {
-		_, err := tx.NextRevision(ctx)
+		_, err := tx.NextRevision(ctx, 0)
 		return err
 	}},
 	{"Entries", func(ctx context.Context, tx outbox.Tx, _ *env, c []outbox.Entry) error {
@@ -51,7 +51,7 @@ func (e *env) stageOne() []outbox.Entry {
 	e.t.Helper()
 	entries := fakeEntries(e.vessel, 1, 2)
 	e.in(func(tx outbox.Tx) error {
-		_, err := tx.NextRevision(e.ctx)
+		_, err := tx.NextRevision(e.ctx, 0)
 		require.NoError(e.t, err, "NextRevision")
 		return tx.PutEntries(e.ctx, entries)
 	})

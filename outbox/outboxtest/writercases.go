@@ -30,7 +30,7 @@ func testCommit(t *testing.T, newStore NewStore) {
 	e := newEnv(t, newStore)
 	fs := NewFaultStore(e.store)
 	c := e.cycle(inv("environment.depth", 120))
-	com, err := outbox.NewWriter(fs).Commit(e.ctx, c)
+	com, err := countingWriter(fs).Commit(e.ctx, c)
 	require.NoError(t, err)
 	require.False(t, com.Retried)
 	require.Equal(t, int64(1), com.Revision, "the first revision is 1")
@@ -101,7 +101,7 @@ func testIncompleteScan(t *testing.T, newStore NewStore) {
 	}{{"Truncated", true, false}, {"PaginationUncertain", false, true}, {"Both", true, true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, newStore)
-			w := outbox.NewWriter(e.store)
+			w := countingWriter(e.store)
 			c := e.cycle(inv("a", 20))
 			c.Truncated, c.PaginationUncertain = tc.truncated, tc.uncertain
 			com, err := w.Commit(e.ctx, c)
@@ -175,7 +175,7 @@ func testInvalidRecords(t *testing.T, newStore NewStore) {
 			before := e.commit(e.cycle(inv("b", 4)))
 			c := e.cycle(inv("a", 10))
 			tc.edit(t, &c)
-			com, err := outbox.NewWriter(e.store).Commit(e.ctx, c)
+			com, err := countingWriter(e.store).Commit(e.ctx, c)
 			require.ErrorIs(t, err, tc.class)
 			require.Zero(t, com)
 			e.requireUnwritten(c, before.Entries, 2)
@@ -188,7 +188,7 @@ func testInvalidRecords(t *testing.T, newStore NewStore) {
 
 func testRetry(t *testing.T, newStore NewStore) {
 	e := newEnv(t, newStore)
-	w := outbox.NewWriter(e.store)
+	w := countingWriter(e.store)
 	c := e.cycle(inv("a", 120))
 	first := e.commit(c)
 	requireSameCommit := func(c outbox.Cycle, states ...outbox.State) {
@@ -235,7 +235,7 @@ func testRetry(t *testing.T, newStore NewStore) {
 
 func testSameSnapshotOtherRecords(t *testing.T, newStore NewStore) {
 	e := newEnv(t, newStore)
-	w := outbox.NewWriter(e.store)
+	w := countingWriter(e.store)
 	c := e.cycle(inv("a", 10))
 	first := e.commit(c)
 	for name, records := range map[string][]*catalog.Record{
@@ -272,13 +272,13 @@ func testWriterRerun(t *testing.T, newStore NewStore) {
 		requireCommitted(t, c, com.Revision, com.Entries)
 		all = append(all, com.Entries...)
 	}
-	again, err := outbox.NewWriter(fs).Commit(e.ctx, cycles[1])
+	again, err := countingWriter(fs).Commit(e.ctx, cycles[1])
 	require.NoError(t, err)
 	require.True(t, again.Retried)
 	require.Equal(t, int64(2), again.Revision)
 	other := cycles[0]
 	other.Records = inv("d", 2).records(t)
-	_, err = outbox.NewWriter(fs).Commit(e.ctx, other)
+	_, err = countingWriter(fs).Commit(e.ctx, other)
 	require.ErrorIs(t, err, sourcecatalog.ErrConflict)
 	require.Equal(t, all, raw.pending())
 	raw.requireNextRevision(4)

@@ -1,8 +1,18 @@
 package vectors
 
 import (
+	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
 )
+
+// skFixture reads a capture of a real signalk-server from signalk/testdata.
+func skFixture(name string) (string, error) {
+	_, here, _, _ := runtime.Caller(0)
+	b, err := os.ReadFile(filepath.Join(filepath.Dir(here), "..", "..", "..", "signalk", "testdata", name))
+	return string(b), err
+}
 
 // The Signal K vectors map a full model (GET /signalk/v1/api/) to records
 // (SPEC.md §12). Their payloads are small models in signalk-server's
@@ -51,7 +61,22 @@ func signalkVectors() ([]vector, error) {
 		return skLeaf("3.64", server, `"meta":{"units":"m/s","description":"Speed over ground"}`,
 			`"values":{"n2k.160":{"value":3.64,"pgn":129026,"timestamp":"2026-12-01T21:00:00.100Z"},"0183.GP":{"value":3.5,"sentence":"RMC","timestamp":"2026-12-01T21:00:00.200Z"}}`)
 	}
+	sample, err := skFixture("full-both-nopriority-1.json")
+	if err != nil {
+		return nil, err
+	}
+	canName, err := skFixture("full-usecanname.json")
+	if err != nil {
+		return nil, err
+	}
 	return []vector{
+		// §12.1 The sample boat, as a real server serves it.
+		okS("sample-boat", "lowest-ref", sample).
+			note("signalk-server 2.32.0 playing its bundled NMEA 2000 and NMEA 0183 samples, no source priorities (signalk/testdata)"),
+		okS("sample-boat-server-selection", "server", sample),
+		okS("sample-boat-can-names", "lowest-ref", canName).
+			note("the same with useCanName on the NMEA 2000 provider"),
+
 		// §12.3 Paths.
 		okS("units-and-meta", "lowest-ref", skModel(`{"uuid":"`+skSelf+`","name":"Aava","mmsi":"230099999",`+
 			`"environment":{"depth":{"belowTransducer":`+skLeaf("4.2", "n2k.115", `"meta":{"units":"m","description":"Depth below Transducer","displayUnits":{"category":"depth","targetUnit":"ft","formula":"value * 3.28084","symbol":"ft"}}`, `"pgn":128267`)+`}},`+

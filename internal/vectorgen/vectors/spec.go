@@ -42,7 +42,11 @@ var specSections = map[string][]string{
 		"transform/trailing-comma", "transform/single-quotes", "transform/raw-control-in-string",
 		"transform/unexpected-end", "transform/empty-input",
 		"record/duplicate-member", "record/invalid-utf8-in-path", "manifest/revision-2p53-plus-1",
-		"manifest/duplicate-member", "manifest/trailing-data", "chunk/byte-order-mark", "manifest/revision-leading-zero"},
+		"manifest/duplicate-member", "manifest/trailing-data", "chunk/byte-order-mark", "manifest/revision-leading-zero",
+		"transform/duplicate-name-before-lossy-number", "transform/duplicate-name-first-in-text-order",
+		"transform/duplicate-name-outer-before-inner", "transform/duplicate-name-before-end",
+		"transform/number-minus-at-end", "transform/number-exponent-at-end",
+		"transform/high-surrogate-then-short-escape", "transform/high-surrogate-at-end", "transform/literal-then-letter"},
 	"3.5": {"manifest/document-hash-uppercase", "manifest/document-hash-short", "chunk/payload-hash-uppercase"},
 
 	// 4. Records
@@ -67,12 +71,13 @@ var specSections = map[string][]string{
 	"5.1": {"build/single-chunk-shuffled", "build/record-order-bytewise", "snapshot/order-across-chunks"},
 	"5.2": {"build/duplicate-path", "build/duplicate-source", "build/two-observations-one-path",
 		"build/observation-of-unknown-path", "build/observation-of-unknown-source", "build/unreferenced-source",
-		"build/path-without-observation", "snapshot/duplicate-across-chunks", "snapshot/unreferenced-source-in-chunk"},
+		"build/path-without-observation", "snapshot/duplicate-across-chunks", "snapshot/unreferenced-source-in-chunk",
+		"build/duplicate-path-without-observation", "build/duplicate-observation-unknown-source"},
 
 	// 6. Messages
 	"6.1": {"manifest/unknown-field", "manifest/missing-scope", "manifest/missing-document-sha256",
 		"manifest/not-an-object", "chunk/unknown-field", "chunk/missing-payload-sha256", "chunk/missing-chunk-index",
-		"chunk/missing-records"},
+		"chunk/missing-records", "chunk/canonical-text-over-32768"},
 	"6.2": {"manifest/canonical", "manifest/pretty-reordered", "manifest/boundaries", "manifest/chunk-count-zero",
 		"manifest/chunk-count-257", "manifest/record-count-25601", "manifest/record-count-negative",
 		"manifest/chunk-count-float", "manifest/protocol-other", "manifest/protocol-not-string", "manifest/scope-other",
@@ -85,7 +90,8 @@ var specSections = map[string][]string{
 	"6.5": {"snapshot/shuffled-pretty", "snapshot/single-chunk", "snapshot/empty", "snapshot/missing-chunk",
 		"snapshot/no-chunks", "snapshot/wrong-record-count", "snapshot/revision-mismatch", "snapshot/vessel-mismatch",
 		"snapshot/snapshot-mismatch", "snapshot/duplicate-index", "snapshot/index-beyond-count",
-		"snapshot/empty-two-chunks", "snapshot/empty-chunk", "snapshot/manifest-incomplete"},
+		"snapshot/empty-two-chunks", "snapshot/empty-chunk", "snapshot/manifest-incomplete",
+		"snapshot/refused-chunk-index-missing"},
 
 	// 7. Building a snapshot
 	"7.1": {"build/empty-snapshot", "build/single-chunk", "build/unicode-and-escapes",
@@ -119,6 +125,7 @@ var specSections = map[string][]string{
 		"refusal/values-in-name-order", "refusal/record-index-without-chunk-last"},
 
 	// 12. Discovery from a Signal K server
+	"12.1": {"signalk/sample-boat", "signalk/sample-boat-server-selection", "signalk/sample-boat-can-names"},
 	"12.3": {"signalk/units-and-meta", "signalk/self-bare-key", "signalk/self-names-nothing", "signalk/self-missing",
 		"signalk/member-name-with-dot", "signalk/units-not-a-string"},
 	"12.4": {"signalk/null-is-not-live", "signalk/lowest-ref", "signalk/lowest-ref-after-flap", "signalk/server-selection",

@@ -111,7 +111,7 @@ func Files() (map[string][]byte, error) {
 	groups := []func() ([]vector, error){
 		transformVectors, recordVectors, recordsVectors, buildVectors,
 		manifestVectors, chunkVectors, snapshotVectors, settledVectors,
-		receiptVectors, refusalVectors, signalkVectors,
+		receiptVectors, refusalVectors, readingVectors, signalkVectors,
 	}
 	var all []vector
 	for _, g := range groups {

@@ -1,0 +1,297 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/yachtmemory/sourcecatalog/envelope"
+	"github.com/yachtmemory/sourcecatalog/internal/dbtest"
+	"github.com/yachtmemory/sourcecatalog/sqlitestore"
+)
+
+// The healing tests break serve's store under a running serve — a full
+// disk, a MariaDB server stopped — and mend it: while it is broken every
+// message is answered 503, /healthz is 503 with the store's state, the
+// metric and the log say so; once it is mended serve answers receipts
+// again without a restart, and nothing it acknowledged is lost.
+
+// healingServe is a serve in the test's process, without authentication,
+// and what a test needs to talk to it.
+type healingServe struct {
+	*inProcessServe
+	listen, admin string
+}
+
+func startHealingServe(t *testing.T, store string, extra ...string) *healingServe {
+	t.Helper()
+	s := startServe(t, append([]string{"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--store", store,
+		"--retain", "8", "--insecure-no-auth", vesselFlag}, extra...)...)
+	listen, admin := s.log.addrs(t)
+	return &healingServe{s, listen, admin}
+}
+
+// post sends one wrapped request and returns the status and the body.
+func (s *healingServe) post(t *testing.T, body []byte) (int, []byte) {
+	t.Helper()
+	resp, err := http.Post("http://"+s.listen+"/", "application/json", bytes.NewReader(body))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	answer, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, answer
+}
+
+// deliver sends every message of a snapshot, requiring a receipt of
+// status want for each, and waits for its activation when want is staged.
+func (s *healingServe) deliver(t *testing.T, snap *envelope.Snapshot, bodies [][]byte, want envelope.ReceiptStatus) {
+	t.Helper()
+	for i, b := range bodies {
+		code, answer := s.post(t, b)
+		require.Equal(t, http.StatusOK, code, "message %d: %s", i, answer)
+		rc, err := envelope.DecodeReceipt(answer)
+		require.NoError(t, err)
+		require.Equal(t, want, rc.Status, "message %d", i)
+	}
+	if want == envelope.Staged {
+		s.log.wait(t, "finalize", map[string]any{"snapshot": snap.Manifest.SnapshotID.String(), "outcome": "activated"})
+	}
+}
+
+// requireBroken checks every sign of a store that cannot serve: a message
+// answered 503 store_unavailable, /healthz 503 "store reopening", the
+// state metric, and the log lines of the poisoning and of a failed reopen.
+func (s *healingServe) requireBroken(t *testing.T, body []byte) {
+	t.Helper()
+	code, answer := s.post(t, body)
+	require.Equal(t, http.StatusServiceUnavailable, code, "%s", answer)
+	assert.Contains(t, string(answer), `"store_unavailable"`)
+	poisoned := s.log.wait(t, "store poisoned: refusing requests until it is reopened", map[string]any{"state": "poisoned"})
+	assert.Equal(t, "ERROR", poisoned["level"])
+	assert.NotEmpty(t, poisoned["err"], "the log names the cause")
+	s.log.wait(t, "store reopen failed", map[string]any{"state": "reopening"})
+
+	code, answer = s.post(t, body) // refused at once while reopening
+	require.Equal(t, http.StatusServiceUnavailable, code, "%s", answer)
+	code, health := serveGet(t, "http://"+s.admin+"/healthz")
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	assert.Equal(t, "store reopening\n", health)
+	_, metrics := serveGet(t, "http://"+s.admin+"/metrics")
+	for _, want := range []string{`sourcecatalog_store_state{state="reopening"} 1`, `sourcecatalog_store_state{state="healthy"} 0`,
+		`sourcecatalog_store_poisonings_total 1`} {
+		assertMetric(t, metrics, want)
+	}
+	assert.Contains(t, metrics, `sourcecatalog_store_reopens_total{result="error"} `)
+}
+
+// requireHealed waits for the reopen and checks that every sign says so.
+func (s *healingServe) requireHealed(t *testing.T) {
+	t.Helper()
+	healed := s.log.wait(t, "store reopened", map[string]any{"state": "healthy"})
+	assert.Equal(t, float64(1), healed["reopens"])
+	code, health := serveGet(t, "http://"+s.admin+"/healthz")
+	assert.Equal(t, http.StatusOK, code)
+	assert.Equal(t, "ok\n", health)
+	_, metrics := serveGet(t, "http://"+s.admin+"/metrics")
+	for _, want := range []string{`sourcecatalog_store_state{state="healthy"} 1`, `sourcecatalog_store_state{state="reopening"} 0`,
+		`sourcecatalog_store_reopens_total{result="ok"} 1`} {
+		assertMetric(t, metrics, want)
+	}
+}
+
+// heal runs the scenario on a serve over store: a snapshot delivered
+// while the store works, then break, a message refused and every sign of
+// the broken store, then mend, the next snapshot delivered and activated,
+// and the first snapshot's messages answered already_received: no receipt
+// it had was lost.
+func heal(t *testing.T, s *healingServe, brk, mend func()) {
+	t.Helper()
+	first, firstBodies := serveSnapshot(t, 1)
+	s.deliver(t, first, firstBodies, envelope.Staged)
+	second, bodies := serveSnapshot(t, 2)
+	brk()
+	s.requireBroken(t, bodies[0])
+	mend()
+	s.requireHealed(t)
+	s.deliver(t, second, bodies, envelope.Staged)
+	s.deliver(t, first, firstBodies, envelope.AlreadyReceived)
+	require.Equal(t, exitOK, s.shutdown(t), "the log:\n%s", s.log)
+}
+
+// needRoot skips a test that must run as root, except under CI=true, where
+// it fails.
+func needRoot(t *testing.T, what string) {
+	t.Helper()
+	if os.Geteuid() == 0 {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%s must run as root under CI=true", what)
+	}
+	t.Skipf("not root: skipping %s", what)
+}
+
+// tmpfs mounts a tmpfs of size bytes on a new directory, unmounted when
+// the test ends, and returns the directory.
+func tmpfs(t *testing.T, size int) string {
+	t.Helper()
+	dir := t.TempDir()
+	out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+strconv.Itoa(size)+",mode=0700", "tmpfs", dir).CombinedOutput()
+	require.NoError(t, err, "mount: %s", out)
+	t.Cleanup(func() { // before TempDir's removal: cleanups run last first
+		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v: %s", dir, err, out)
+		}
+	})
+	return dir
+}
+
+// fillDisk writes the file path until its file system is full.
+func fillDisk(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	require.NoError(t, err)
+	defer f.Close()
+	buf := make([]byte, 1<<16)
+	for n := len(buf); n > 0; n /= 2 { // then ever smaller writes fill the last page
+		for {
+			if _, err := f.Write(buf[:n]); err != nil {
+				require.ErrorIs(t, err, syscall.ENOSPC)
+				break
+			}
+		}
+	}
+}
+
+// On a full disk serve refuses every message and /healthz says the store
+// is reopening; once space is freed it reopens the file and serves again.
+func TestServeHealsAfterDiskFull(t *testing.T) {
+	needRoot(t, "the full-disk test, which mounts a tmpfs")
+	dir := tmpfs(t, 8<<20)
+	filler := filepath.Join(dir, "filler")
+	s := startHealingServe(t, "sqlite:"+filepath.Join(dir, "shore.db"))
+	heal(t, s, func() { fillDisk(t, filler) }, func() { require.NoError(t, os.Remove(filler)) })
+}
+
+// mysqlDirEnv names the scripts/mariadb.sh directory of the server
+// SOURCECATALOG_MYSQL_DSN names: its mariadbd.pid and its start.sh.
+const mysqlDirEnv = "SOURCECATALOG_MYSQL_DIR"
+
+// A MariaDB server stopped under serve: every message is refused and
+// /healthz says the store is reopening; once the server is started again
+// serve reconnects and serves again. The server is left running.
+func TestServeHealsAfterMariaDBRestart(t *testing.T) {
+	cfg, admin := mysqlAdmin(t)
+	dir := dbtest.Env(t, mysqlDirEnv, "the MariaDB restart test", "bash scripts/test.sh exports it for its throwaway server")
+	name := throwawayDatabase(t, admin, "sourcecatalog_heal_")
+	named := cfg.Clone()
+	named.DBName = name
+	s := startHealingServe(t, "mysql:"+named.FormatDSN(), "--migrate")
+	t.Cleanup(func() { startMariaDB(t, dir, admin) }) // for later tests, should the test stop half-way
+	heal(t, s, func() { stopMariaDB(t, dir) }, func() { startMariaDB(t, dir, admin) })
+}
+
+// mariaDBPid returns the pid dir/mariadbd.pid records, and whether it is
+// a mariadbd process still running.
+func mariaDBPid(t *testing.T, dir string) (int, bool) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "mariadbd.pid"))
+	require.NoError(t, err)
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	require.NoError(t, err)
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return pid, false
+	}
+	comm, state, _ := strings.Cut(string(stat), ") ")
+	return pid, strings.HasSuffix(comm, "(mariadbd") && !strings.HasPrefix(state, "Z")
+}
+
+// stopMariaDB stops the server of dir with SIGTERM and waits until it has
+// exited.
+func stopMariaDB(t *testing.T, dir string) {
+	t.Helper()
+	pid, alive := mariaDBPid(t, dir)
+	require.True(t, alive, "no mariadbd runs as pid %d", pid)
+	require.NoError(t, syscall.Kill(pid, syscall.SIGTERM))
+	deadline := time.Now().Add(time.Minute)
+	for _, alive := mariaDBPid(t, dir); alive; _, alive = mariaDBPid(t, dir) {
+		require.True(t, time.Now().Before(deadline), "mariadbd pid %d still runs a minute after SIGTERM", pid)
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// startMariaDB starts the server of dir again, unless it runs, in a
+// process group of its own, and waits until admin reaches it.
+func startMariaDB(t *testing.T, dir string, admin *sql.DB) {
+	t.Helper()
+	if _, alive := mariaDBPid(t, dir); !alive {
+		cmd := exec.Command("bash", filepath.Join(dir, "start.sh"))
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "start.sh: %s", out)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		err := admin.PingContext(ctx)
+		cancel()
+		if err == nil {
+			return
+		}
+		var me *mysql.MySQLError
+		require.False(t, errors.As(err, &me), "the restarted server refuses: %v", err)
+		require.True(t, time.Now().Before(deadline), "the restarted server does not answer within a minute: %v", err)
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Which failures make serve reopen its store: a poisoned SQLite handle, a
+// connection lost to MariaDB; never a statement's own failure, a context
+// done, nor anything of a memory store, which a reopen would empty.
+func TestStorePoisoned(t *testing.T) {
+	lost := &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+	for _, tc := range []struct {
+		kind string
+		err  error
+		want bool
+	}{
+		{"sqlite", fmt.Errorf("sqlitestore: commit: %w: %w", sqlitestore.ErrPoisoned, errors.New("disk I/O error")), true},
+		{"sqlite", sqlitestore.ErrLocked, false},
+		{"sqlite", sqlitestore.ErrClosed, false},
+		{"sqlite", context.DeadlineExceeded, false},
+		{"mysql", fmt.Errorf("mysqlstore: connect: %w", lost), true},
+		{"mysql", driver.ErrBadConn, true},
+		{"mysql", fmt.Errorf("exec: %w", mysql.ErrInvalidConn), true},
+		{"mysql", io.ErrUnexpectedEOF, true},
+		{"mysql", syscall.ECONNRESET, true},
+		{"mysql", &mysql.MySQLError{Number: 1053, Message: "Server shutdown in progress"}, true},
+		{"mysql", &mysql.MySQLError{Number: 1927, Message: "Connection was killed"}, true},
+		{"mysql", &mysql.MySQLError{Number: 1213, Message: "Deadlock found"}, false},
+		{"mysql", &mysql.MySQLError{Number: 1062, Message: "Duplicate entry"}, false},
+		{"mysql", context.DeadlineExceeded, false},
+		{"mysql", sqlitestore.ErrPoisoned, false},
+		{"memory", sqlitestore.ErrPoisoned, false},
+		{"memory", lost, false},
+	} {
+		f := &storeFlag{kind: tc.kind}
+		assert.Equal(t, tc.want, f.poisoned()(tc.err), "%s: %v", tc.kind, tc.err)
+	}
+}

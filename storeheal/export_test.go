@@ -1,0 +1,14 @@
+package storeheal
+
+import (
+	"context"
+	"time"
+)
+
+// WithSleep replaces the wait between reopen attempts.
+func WithSleep(f func(ctx context.Context, d time.Duration) error) Option {
+	return func(c *config) { c.sleep = f }
+}
+
+// WithClock replaces the clock of Status.Since and of the backoff's reset.
+func WithClock(now func() time.Time) Option { return func(c *config) { c.now = now } }
