@@ -169,7 +169,7 @@ func (g *rig) run(cfg agent.Config, stop time.Duration) {
 	select {
 	case err := <-done:
 		require.NoError(g.t, err)
-	case <-time.After(2 * time.Minute): // a watchdog, not a timing assertion
+	case <-time.After(30 * time.Second): // a watchdog, not a timing assertion
 		g.t.Fatalf("Run did not return; log:\n%s", g.logs.String())
 	}
 }
@@ -270,13 +270,15 @@ func TestSettleThenCycle(t *testing.T) {
 			require.Len(t, cycles, 1)
 			c := cycles[0]
 			paths, sources, observations := kinds(examples.Boat())
-			assert.Equal(t, []any{paths, sources, observations, float64(1), true},
+			// The revision is floored by the discovery time in ms (SPEC.md §2.4).
+			rev := start.Add(tc.want).UnixMilli()
+			assert.Equal(t, []any{paths, sources, observations, float64(rev), true},
 				[]any{c["paths"], c["sources"], c["observations"], c["revision"], c["changed"]})
 			assert.Equal(t, vessel.String(), c["vessel_id"])
 
 			active := g.active()
 			assert.Equal(t, c["snapshot_id"], active.SnapshotID.String(), "the logged cycle is the one activated")
-			assert.Equal(t, int64(1), active.Revision)
+			assert.Equal(t, rev, active.Revision)
 			assert.Equal(t, start.Add(tc.want), active.DiscoveredAt, "discovered when the scan ran")
 			assert.Empty(t, g.pending())
 			pub := g.logged("published")
@@ -313,7 +315,7 @@ func TestFailedScanCommitsNothing(t *testing.T) {
 			assert.Equal(t, tc.level, failed[0]["level"])
 			assert.Equal(t, interval.String(), failed[0]["retry_in"])
 			require.Len(t, g.logged("cycle committed"), 1)
-			assert.Equal(t, int64(1), g.active().Revision)
+			assert.Equal(t, start.Add(interval).UnixMilli(), g.active().Revision)
 		})
 	}
 }
@@ -323,15 +325,14 @@ func TestFailedScanCommitsNothing(t *testing.T) {
 // that landed but whose answer was lost is found committed.
 func TestCommitRetriedWithTheSameCycle(t *testing.T) {
 	for _, tc := range []struct {
-		name     string
-		inject   func(fs *outboxtest.FaultStore)
-		waits    []string // the logged retry waits
-		retried  bool
-		revision int64
+		name    string
+		inject  func(fs *outboxtest.FaultStore)
+		waits   []string // the logged retry waits
+		retried bool
 	}{
-		{"commit fails once", func(fs *outboxtest.FaultStore) { fs.Inject(outboxtest.FailCommit, 1) }, []string{"1s"}, false, 1},
-		{"statement fails", func(fs *outboxtest.FaultStore) { fs.Inject(outboxtest.FailOp, 1) }, []string{"1s"}, false, 1},
-		{"answer lost", func(fs *outboxtest.FaultStore) { fs.Inject(outboxtest.LoseAck, 1) }, []string{"1s"}, true, 1},
+		{"commit fails once", func(fs *outboxtest.FaultStore) { fs.Inject(outboxtest.FailCommit, 1) }, []string{"1s"}, false},
+		{"statement fails", func(fs *outboxtest.FaultStore) { fs.Inject(outboxtest.FailOp, 1) }, []string{"1s"}, false},
+		{"answer lost", func(fs *outboxtest.FaultStore) { fs.Inject(outboxtest.LoseAck, 1) }, []string{"1s"}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := newRig(t, boat)
@@ -352,7 +353,7 @@ func TestCommitRetriedWithTheSameCycle(t *testing.T) {
 				assert.Contains(t, f["error"], "store unavailable")
 			}
 			assert.Equal(t, tc.retried, cycles[0]["retried"] == true)
-			assert.Equal(t, float64(tc.revision), cycles[0]["revision"])
+			assert.Equal(t, float64(start.UnixMilli()), cycles[0]["revision"], "the scan's, discovered at start")
 			assert.Equal(t, snapshot, g.active().SnapshotID.String())
 		})
 	}
@@ -427,8 +428,9 @@ func TestCyclesLogTheDocumentHash(t *testing.T) {
 	assert.Nil(t, cycles[0]["previous_document_sha256"])
 	assert.Equal(t, h(0), cycles[1]["previous_document_sha256"])
 	assert.Equal(t, h(1), cycles[2]["previous_document_sha256"])
-	assert.Equal(t, []any{float64(1), float64(2), float64(3)}, []any{cycles[0]["revision"], cycles[1]["revision"], cycles[2]["revision"]})
-	assert.Equal(t, int64(3), g.active().Revision)
+	ms := func(d time.Duration) any { return float64(start.Add(d).UnixMilli()) }
+	assert.Equal(t, []any{ms(0), ms(interval), ms(2 * interval)}, []any{cycles[0]["revision"], cycles[1]["revision"], cycles[2]["revision"]})
+	assert.Equal(t, start.Add(2*interval).UnixMilli(), g.active().Revision)
 	assert.Equal(t, cycles[2]["snapshot_id"], g.active().SnapshotID.String())
 }
 
@@ -439,7 +441,7 @@ func TestPublishingContinuesWhilePending(t *testing.T) {
 	g = newRig(t, func(n int) ([]*catalog.Record, error) {
 		if n == 1 {
 			assert.Empty(t, g.pending(), "everything was delivered between the cycles")
-			assert.Equal(t, int64(1), g.active().Revision)
+			assert.Equal(t, start.UnixMilli(), g.active().Revision)
 		}
 		return examples.Boat(), nil
 	})
@@ -452,7 +454,7 @@ func TestPublishingContinuesWhilePending(t *testing.T) {
 	assert.Equal(t, []any{"delivered", float64(3), float64(5), float64(4)},
 		[]any{pub[0]["outcome"], pub[0]["delivered"], pub[0]["failed"], pub[0]["passes"]})
 	assert.Contains(t, pub[0]["last_failure"], "answer 503")
-	assert.Equal(t, int64(2), g.active().Revision)
+	assert.Equal(t, start.Add(interval).UnixMilli(), g.active().Revision)
 	sleeps := g.clock.Sleeps()
 	require.GreaterOrEqual(t, len(sleeps), 2)
 	assert.Equal(t, []time.Duration{time.Second, time.Second}, sleeps[:2], "the backoff, started again after a pass that delivered")

@@ -51,7 +51,7 @@ func ExamplePublisher_Drain() {
 	// Output:
 	// board: pass 1: sent 2, delivered 1
 	// board:   signalk_catalog_manifest_v2 failed (store_unavailable): sourcecatalog: store unavailable: link down
-	// shore: finalize: activated revision 1
+	// shore: finalize: activated revision 1777636800000
 	// board: pass 2: sent 1, delivered 1
 	// board: pass 3: sent 0, delivered 0
 	// board: delivered in 3 passes: 2 delivered, 1 failed send

@@ -329,7 +329,7 @@ func TestPublishNeedsOperator(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			g := newPublishRig(t, tc.cred)
 			g.commitBoat(t)
-			args := g.args(g.boat, "--receiver-v2", "--give-up-after", "10m", "--json")
+			args := g.args(g.boat, "--receiver-v2", "--give-up-after", "20s", "--json")
 			if tc.noCA {
 				i := slices.Index(args, "--ca")
 				args = slices.Delete(args, i, i+2)
