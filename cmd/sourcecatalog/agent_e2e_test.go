@@ -51,6 +51,7 @@ func (rt *restartingTransport) RoundTrip(req *http.Request) (*http.Response, err
 // their history kept; a server restarted in the middle of a scan gives an
 // incomplete scan and no commit.
 func TestAgentEndToEnd(t *testing.T) {
+	t.Parallel()
 	const stale = 3 // seconds of silence before the server writes null
 	sk := sktest.Start(t, sktest.Options{Feeds: sktest.FeedBoth, Stoppable0183: true, StaleTimeout: stale, MinSelfPaths: 38})
 	dir := t.TempDir()

@@ -24,7 +24,7 @@ import (
 	"github.com/yachtmemory/sourcecatalog/sqlitestore"
 )
 
-// End to end (issue 18, item 3): agent ← a real signalk-server playing
+// TestAgentCommandEndToEnd: the agent command ← a real signalk-server playing
 // both sample feeds, agent → serve on SQLite over TLS with a bearer token.
 // The shore activates the sample's paths and sources of both feeds; a
 // second cycle with nothing changed on board gives the same document; a
@@ -33,7 +33,8 @@ import (
 //
 // Without a signalk-server (SOURCECATALOG_SIGNALK_SERVER, see
 // scripts/signalk.sh) the test skips, and under CI=true fails.
-func TestAgentEndToEnd(t *testing.T) {
+func TestAgentCommandEndToEnd(t *testing.T) {
+	t.Parallel()
 	if testing.Short() && os.Getenv("CI") != "true" {
 		t.Skip("runs a signalk-server")
 	}
