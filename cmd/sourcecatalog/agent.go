@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"log/slog"
+	"os"
 	"os/signal"
 	"syscall"
 
@@ -35,6 +36,12 @@ does) and publishes the pending entries to the receiver (as publish does).
   that fails, is logged as an error and tried again after the next commit.
   Without --receiver-v2 nothing is sent (SPEC.md §7.5): cycles are
   committed and wait in the outbox, and each says so in the log.
+
+- The outbox heals as serve's store does: a failure that poisons it (an
+  I/O error or a full disk under SQLite, a lost MariaDB connection) closes
+  and reopens it with backoff, logged as "store poisoned", "store
+  reopening", "store reopen failed" and "store reopened"; meanwhile commits
+  and publishing are retried as for a store that is unavailable.
 
 SIGINT or SIGTERM stops the agent after the current step: a scan or a
 request in flight is cut (nothing committed, the entry stays pending), a
@@ -116,21 +123,31 @@ func runAgent(e *env, c *command, args []string) int {
 		return c.failf(e, "%v", err)
 	}
 	defer client.CloseIdleConnections()
-	return withStores(e, c, &pf.store, storeOptions{outbox: true}, func(ctx context.Context, st *stores) int {
-		ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM)
-		defer stop()
-		a, err := agent.New(agent.Config{
-			Vessel: pf.vessel.id, Discoverer: discoverer, Store: st.outbox, Transport: client,
-			Publisher: []outbox.PublisherOption{outbox.WithReceiverV2(pf.receiverV2.on)},
-			Interval:  interval.d,
-			Logger:    slog.New(handler),
-		})
-		if err != nil {
-			return c.failf(e, "%v", err)
-		}
-		if err := a.Run(ctx); err != nil {
-			return c.failf(e, "%v", err)
-		}
-		return exitOK
+	logger := slog.New(handler)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	// The outbox heals as serve's store does: a failure that poisons it
+	// (an I/O error, a full disk, a lost connection) closes and reopens
+	// it with backoff while the loop retries what it reports unavailable.
+	st, _, err := pf.store.openHealing(ctx, storeOptions{outbox: true}, serveLog{logger}.store)
+	if err != nil {
+		return c.failf(e, "%v", err)
+	}
+	status = exitOK
+	a, err := agent.New(agent.Config{
+		Vessel: pf.vessel.id, Discoverer: discoverer, Store: st.outbox, Transport: client,
+		Publisher: []outbox.PublisherOption{outbox.WithReceiverV2(pf.receiverV2.on)},
+		Interval:  interval.d,
+		Logger:    logger,
 	})
+	if err == nil {
+		err = a.Run(ctx)
+	}
+	if err != nil {
+		status = c.failf(e, "%v", err)
+	}
+	if err := st.close(); err != nil && status == exitOK {
+		status = c.failf(e, "closing %s: %v", st.name, err)
+	}
+	return status
 }
