@@ -3,7 +3,7 @@ package main
 import (
 	"context"
 	"flag"
-	"log/slog"
+	"os"
 	"os/signal"
 	"syscall"
 
@@ -28,7 +28,9 @@ does) and publishes the pending entries to the receiver (as publish does).
   fails otherwise commits nothing and is tried again at the next interval.
 - A commit the store cannot serve is tried again, with the same snapshot
   id, after 1 s, doubling up to 30 s, until it lands; no scan runs
-  meanwhile. A commit refused for its records is dropped.
+  meanwhile. A commit refused for its records is dropped. A store that a
+  failure poisons (an I/O error or a full disk under SQLite, a connection
+  lost to MariaDB) is closed and opened again, as serve's is.
 - Publishing runs between the other steps while entries are pending, with
   publish's backoff, and never holds up the next scan. A receiver that
   refuses the credentials (401) or the vessel (403), or TLS verification
@@ -74,7 +76,8 @@ failure; a scan waiting for the server to settle is INFO, other failures
 WARN, those an operator must mend ERROR.
 
 Exit status: 0 after SIGINT or SIGTERM; 1 when a file of the flags cannot
-be read or the store cannot be opened; 2 usage error.
+be read or the store cannot be opened (or written: it is probed at start);
+2 usage error.
 `,
 	run: runAgent,
 }
@@ -82,7 +85,7 @@ be read or the store cannot be opened; 2 usage error.
 func runAgent(e *env, c *command, args []string) int {
 	pf, sf := newPublishFlags(), newSignalkFlags()
 	interval := durationFlag{d: agent.DefaultInterval}
-	logFormat := stringFlag{s: "text"}
+	var logFormat logFormatFlag
 	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
 	pf.register(fs)
 	sf.register(fs)
@@ -98,15 +101,6 @@ func runAgent(e *env, c *command, args []string) int {
 	if msg := pf.check(c.name, operands); msg != "" {
 		return c.usageError(e, "%s", msg)
 	}
-	var handler slog.Handler
-	switch logFormat.s {
-	case "text":
-		handler = slog.NewTextHandler(e.stderr, nil)
-	case "json":
-		handler = slog.NewJSONHandler(e.stderr, nil)
-	default:
-		return c.usageError(e, "--log-format must be text or json")
-	}
 	discoverer, err := sf.client()
 	if err != nil {
 		return c.failf(e, "%v", err)
@@ -116,21 +110,29 @@ func runAgent(e *env, c *command, args []string) int {
 		return c.failf(e, "%v", err)
 	}
 	defer client.CloseIdleConnections()
-	return withStores(e, c, &pf.store, storeOptions{outbox: true}, func(ctx context.Context, st *stores) int {
-		ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM)
-		defer stop()
-		a, err := agent.New(agent.Config{
-			Vessel: pf.vessel.id, Discoverer: discoverer, Store: st.outbox, Transport: client,
-			Publisher: []outbox.PublisherOption{outbox.WithReceiverV2(pf.receiverV2.on)},
-			Interval:  interval.d,
-			Logger:    slog.New(handler),
-		})
-		if err != nil {
-			return c.failf(e, "%v", err)
-		}
-		if err := a.Run(ctx); err != nil {
-			return c.failf(e, "%v", err)
-		}
-		return exitOK
+	logger := logFormat.logger(e.stderr)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	// A long-running process: the outbox heals itself after a failure
+	// that poisons it, as serve's store does.
+	st, _, err := pf.store.openHealing(ctx, storeOptions{outbox: true}, serveLog{logger}.store)
+	if err != nil {
+		return c.failf(e, "opening the store: %v", err)
+	}
+	a, err := agent.New(agent.Config{
+		Vessel: pf.vessel.id, Discoverer: discoverer, Store: st.outbox, Transport: client,
+		Publisher: []outbox.PublisherOption{outbox.WithReceiverV2(pf.receiverV2.on)},
+		Interval:  interval.d,
+		Logger:    logger,
 	})
+	if err == nil {
+		err = a.Run(ctx)
+	}
+	if cerr := st.close(); cerr != nil && err == nil {
+		return c.failf(e, "closing %s: %v", st.name, cerr)
+	}
+	if err != nil {
+		return c.failf(e, "%v", err)
+	}
+	return exitOK
 }
