@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"flag"
-	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -29,19 +28,15 @@ does) and publishes the pending entries to the receiver (as publish does).
   fails otherwise commits nothing and is tried again at the next interval.
 - A commit the store cannot serve is tried again, with the same snapshot
   id, after 1 s, doubling up to 30 s, until it lands; no scan runs
-  meanwhile. A commit refused for its records is dropped.
+  meanwhile. A commit refused for its records is dropped. A store that a
+  failure poisons (an I/O error or a full disk under SQLite, a connection
+  lost to MariaDB) is closed and opened again, as serve's is.
 - Publishing runs between the other steps while entries are pending, with
   publish's backoff, and never holds up the next scan. A receiver that
   refuses the credentials (401) or the vessel (403), or TLS verification
   that fails, is logged as an error and tried again after the next commit.
   Without --receiver-v2 nothing is sent (SPEC.md §7.5): cycles are
   committed and wait in the outbox, and each says so in the log.
-
-- The outbox heals as serve's store does: a failure that poisons it (an
-  I/O error or a full disk under SQLite, a lost MariaDB connection) closes
-  and reopens it with backoff, logged as "store poisoned", "store
-  reopening", "store reopen failed" and "store reopened"; meanwhile commits
-  and publishing are retried as for a store that is unavailable.
 
 SIGINT or SIGTERM stops the agent after the current step: a scan or a
 request in flight is cut (nothing committed, the entry stays pending), a
@@ -81,7 +76,8 @@ failure; a scan waiting for the server to settle is INFO, other failures
 WARN, those an operator must mend ERROR.
 
 Exit status: 0 after SIGINT or SIGTERM; 1 when a file of the flags cannot
-be read or the store cannot be opened; 2 usage error.
+be read or the store cannot be opened (or written: it is probed at start);
+2 usage error.
 `,
 	run: runAgent,
 }
@@ -89,7 +85,7 @@ be read or the store cannot be opened; 2 usage error.
 func runAgent(e *env, c *command, args []string) int {
 	pf, sf := newPublishFlags(), newSignalkFlags()
 	interval := durationFlag{d: agent.DefaultInterval}
-	logFormat := stringFlag{s: "text"}
+	var logFormat logFormatFlag
 	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
 	pf.register(fs)
 	sf.register(fs)
@@ -105,15 +101,6 @@ func runAgent(e *env, c *command, args []string) int {
 	if msg := pf.check(c.name, operands); msg != "" {
 		return c.usageError(e, "%s", msg)
 	}
-	var handler slog.Handler
-	switch logFormat.s {
-	case "text":
-		handler = slog.NewTextHandler(e.stderr, nil)
-	case "json":
-		handler = slog.NewJSONHandler(e.stderr, nil)
-	default:
-		return c.usageError(e, "--log-format must be text or json")
-	}
 	discoverer, err := sf.client()
 	if err != nil {
 		return c.failf(e, "%v", err)
@@ -123,17 +110,15 @@ func runAgent(e *env, c *command, args []string) int {
 		return c.failf(e, "%v", err)
 	}
 	defer client.CloseIdleConnections()
-	logger := slog.New(handler)
+	logger := logFormat.logger(e.stderr)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	// The outbox heals as serve's store does: a failure that poisons it
-	// (an I/O error, a full disk, a lost connection) closes and reopens
-	// it with backoff while the loop retries what it reports unavailable.
+	// A long-running process: the outbox heals itself after a failure
+	// that poisons it, as serve's store does.
 	st, _, err := pf.store.openHealing(ctx, storeOptions{outbox: true}, serveLog{logger}.store)
 	if err != nil {
-		return c.failf(e, "%v", err)
+		return c.failf(e, "opening the store: %v", err)
 	}
-	status = exitOK
 	a, err := agent.New(agent.Config{
 		Vessel: pf.vessel.id, Discoverer: discoverer, Store: st.outbox, Transport: client,
 		Publisher: []outbox.PublisherOption{outbox.WithReceiverV2(pf.receiverV2.on)},
@@ -143,11 +128,11 @@ func runAgent(e *env, c *command, args []string) int {
 	if err == nil {
 		err = a.Run(ctx)
 	}
+	if cerr := st.close(); cerr != nil && err == nil {
+		return c.failf(e, "closing %s: %v", st.name, cerr)
+	}
 	if err != nil {
-		status = c.failf(e, "%v", err)
+		return c.failf(e, "%v", err)
 	}
-	if err := st.close(); err != nil && status == exitOK {
-		status = c.failf(e, "closing %s: %v", st.name, err)
-	}
-	return status
+	return exitOK
 }
