@@ -69,7 +69,7 @@ func ExampleTrustedProxy() {
 	if err != nil {
 		panic(err)
 	}
-	fmt.Println("active revision", c.Revision, "items", len(c.Items))
+	fmt.Println("active revision", c.Revision, "items", len(c.Items)) // the discovery time in ms (SPEC §2.4)
 	resp, err := http.Get(srv.URL + "/healthz")
 	if err != nil {
 		panic(err)
@@ -80,6 +80,6 @@ func ExampleTrustedProxy() {
 	// signalk_catalog_manifest_v2 401
 	// signalk_catalog_manifest_v2 200
 	// signalk_catalog_chunk_v2 200
-	// active revision 1 items 3
+	// active revision 1777636800000 items 3
 	// healthz 200
 }
