@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/yachtmemory/sourcecatalog/agent"
+	"github.com/yachtmemory/sourcecatalog/catalog"
 	"github.com/yachtmemory/sourcecatalog/signalk"
 )
 
@@ -165,16 +166,7 @@ func runDiscover(e *env, c *command, args []string) int {
 	case err != nil:
 		return c.problems(e, err, "nothing to commit")
 	}
-	var b bytes.Buffer
-	b.WriteString("[\n")
-	for i, r := range records {
-		if i > 0 {
-			b.WriteString(",\n")
-		}
-		b.Write(r.Canonical())
-	}
-	b.WriteString("\n]\n")
-	if _, err := e.stdout.Write(b.Bytes()); err != nil {
+	if _, err := e.stdout.Write(recordsJSON(records)); err != nil {
 		return c.failf(e, "%v", err)
 	}
 	return exitOK
@@ -216,4 +208,19 @@ func (f *settleFlag) Set(s string) error {
 	}
 	f.d, f.set = d, true
 	return nil
+}
+
+// recordsJSON renders records as the JSON array build and commit read, one
+// record per line.
+func recordsJSON(records []*catalog.Record) []byte {
+	var b bytes.Buffer
+	b.WriteString("[\n")
+	for i, r := range records {
+		if i > 0 {
+			b.WriteString(",\n")
+		}
+		b.Write(r.Canonical())
+	}
+	b.WriteString("\n]\n")
+	return b.Bytes()
 }

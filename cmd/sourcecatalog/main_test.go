@@ -46,21 +46,6 @@ func writeFile(t *testing.T, dir, name string, data []byte) string {
 	return p
 }
 
-// recordsJSON renders records as the JSON array build reads, one record per
-// line.
-func recordsJSON(records []*catalog.Record) []byte {
-	var b bytes.Buffer
-	b.WriteString("[\n")
-	for i, r := range records {
-		if i > 0 {
-			b.WriteString(",\n")
-		}
-		b.Write(r.Canonical())
-	}
-	b.WriteString("\n]\n")
-	return b.Bytes()
-}
-
 var (
 	vesselFlag = examples.VesselID.String()
 	snapFlag   = examples.SnapshotID.String()
