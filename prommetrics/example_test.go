@@ -51,9 +51,13 @@ func Example() {
 	}
 	for _, mf := range mfs {
 		for _, s := range mf.GetMetric() {
-			fmt.Println(mf.GetName(), s.GetLabel(), s.GetCounter().GetValue())
+			fmt.Print(mf.GetName())
+			for _, l := range s.GetLabel() {
+				fmt.Printf(" %s=%s", l.GetName(), l.GetValue())
+			}
+			fmt.Println("", s.GetCounter().GetValue())
 		}
 	}
 	// Output:
-	// sourcecatalog_messages_total [name:"code" value:"401" name:"outcome" value:"unauthenticated"] 1
+	// sourcecatalog_messages_total code=401 outcome=unauthenticated 1
 }
