@@ -10,7 +10,10 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/yachtmemory/sourcecatalog"
@@ -134,21 +137,41 @@ func WithBearerToken(token string) ClientOption { return func(cc *clientConfig) 
 // WithTimeout bounds one Send (default DefaultClientTimeout).
 func WithTimeout(d time.Duration) ClientOption { return func(cc *clientConfig) { cc.timeout = d } }
 
-// NewClient returns a Client posting to endpoint, an https URL. It returns
-// an error wrapping sourcecatalog.ErrInvalidValue for another URL, a TLS
-// configuration allowing a version below 1.2, or a token that is not 1 to
-// MaxTokenBytes bytes of RFC 6750's b64token.
+// NewClient returns a Client posting to endpoint, an https URL, or an
+// http URL whose host is a loopback address (127.0.0.0/8, [::1]) or
+// localhost: a tunnel's or a local proxy's end on this machine, which
+// carries the messages to the receiver and adds the credentials itself
+// (SPEC.md §11.6). Over http the Client sends no credentials — a
+// receiver answers 401 to an Authorization header without TLS (SPEC.md
+// §11.2), and a client certificate needs TLS — and connects only to a
+// loopback address, whatever localhost resolves to.
+//
+// It returns an error wrapping sourcecatalog.ErrInvalidValue for another
+// URL, a bearer token or a TLS configuration with a client certificate
+// given with an http URL, a TLS configuration allowing a version below
+// 1.2, or a token that is not 1 to MaxTokenBytes bytes of RFC 6750's
+// b64token.
 func NewClient(endpoint string, opts ...ClientOption) (*Client, error) {
 	cfg := clientConfig{timeout: DefaultClientTimeout}
 	for _, o := range opts {
 		o(&cfg)
 	}
 	u, err := url.Parse(endpoint)
-	if err != nil || u.Scheme != "https" || u.Host == "" || u.User != nil || u.Fragment != "" {
-		return nil, sourcecatalog.Errorf(sourcecatalog.ErrInvalidValue, "httpbinding: the endpoint must be an https URL without user or fragment")
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil || u.Fragment != "" {
+		return nil, sourcecatalog.Errorf(sourcecatalog.ErrInvalidValue, "httpbinding: the endpoint must be an https URL (or http on loopback) without user or fragment")
+	}
+	plain := u.Scheme == "http"
+	if plain && !loopbackHost(u.Hostname()) {
+		return nil, sourcecatalog.Errorf(sourcecatalog.ErrInvalidValue, "httpbinding: an http endpoint must be on loopback (127.0.0.0/8, [::1] or localhost); use https")
 	}
 	if cfg.token != "" && !isB64Token(cfg.token) {
 		return nil, sourcecatalog.Errorf(sourcecatalog.ErrInvalidValue, "httpbinding: the bearer token is not 1 to 512 bytes of b64token")
+	}
+	if plain && cfg.token != "" {
+		return nil, sourcecatalog.Errorf(sourcecatalog.ErrInvalidValue, "httpbinding: a bearer token is not sent over http (the receiver refuses it in clear); the local proxy adds the credentials")
+	}
+	if plain && cfg.tls != nil && (len(cfg.tls.Certificates) > 0 || cfg.tls.GetClientCertificate != nil) {
+		return nil, sourcecatalog.Errorf(sourcecatalog.ErrInvalidValue, "httpbinding: a client certificate needs https; over http the local proxy adds the credentials")
 	}
 	tc := ClientTLSConfig(nil, nil)
 	if cfg.tls != nil {
@@ -163,7 +186,7 @@ func NewClient(endpoint string, opts ...ClientOption) (*Client, error) {
 	protocols.SetHTTP1(true)
 	tr := &http.Transport{
 		Proxy:                  nil,
-		DialContext:            (&net.Dialer{Timeout: timeout}).DialContext,
+		DialContext:            dialer(timeout, plain).DialContext,
 		TLSClientConfig:        tc,
 		TLSHandshakeTimeout:    timeout,
 		ResponseHeaderTimeout:  timeout,
@@ -182,6 +205,33 @@ func NewClient(endpoint string, opts ...ClientOption) (*Client, error) {
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
 	}, nil
+}
+
+// loopbackHost reports whether host, a URL's host name, is localhost or
+// a loopback address.
+func loopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	a, err := netip.ParseAddr(host)
+	return err == nil && a.IsLoopback()
+}
+
+// dialer returns the Client's dialer; for plain http one that connects
+// only to loopback addresses, so that a localhost resolved elsewhere is
+// refused before a byte is sent.
+func dialer(timeout time.Duration, plain bool) *net.Dialer {
+	d := &net.Dialer{Timeout: timeout}
+	if plain {
+		d.Control = func(_, address string, _ syscall.RawConn) error {
+			ap, err := netip.ParseAddrPort(address)
+			if err != nil || !ap.Addr().IsLoopback() {
+				return fmt.Errorf("httpbinding: an http endpoint connects to loopback only, not %s", address)
+			}
+			return nil
+		}
+	}
+	return d
 }
 
 // Send implements outbox.Transport: it posts e and returns the receiver's

@@ -172,7 +172,7 @@ func TestNewClientRefuses(t *testing.T) {
 		url  string
 		opts []httpbinding.ClientOption
 	}{
-		{"plain http", "http://127.0.0.1/", nil},
+		{"plain http elsewhere", "http://192.0.2.1/", nil},
 		{"no host", "https:///v2", nil},
 		{"user info", "https://u:p@127.0.0.1/", nil},
 		{"not a URL", "https://[::1", nil},

@@ -4,6 +4,7 @@ go 1.26.0
 
 replace (
 	github.com/yachtmemory/sourcecatalog => ../..
+	github.com/yachtmemory/sourcecatalog/prommetrics => ../../prommetrics
 	github.com/yachtmemory/sourcecatalog/sqlitestore => ../../sqlitestore
 )
 
@@ -14,6 +15,7 @@ require (
 	github.com/prometheus/client_golang v1.25.0
 	github.com/stretchr/testify v1.12.1
 	github.com/yachtmemory/sourcecatalog v0.0.0-00010101000000-000000000000
+	github.com/yachtmemory/sourcecatalog/prommetrics v0.0.0-00010101000000-000000000000
 	github.com/yachtmemory/sourcecatalog/sqlitestore v0.0.0-00010101000000-000000000000
 )
 

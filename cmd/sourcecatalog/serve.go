@@ -22,6 +22,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/yachtmemory/sourcecatalog/finalize"
 	"github.com/yachtmemory/sourcecatalog/httpbinding"
+	"github.com/yachtmemory/sourcecatalog/prommetrics"
 	"github.com/yachtmemory/sourcecatalog/storeheal"
 )
 
@@ -338,15 +339,16 @@ func (f *serveFlags) serve(ctx context.Context, stop func(), e *env, c *command)
 			status = exitInvalid
 		}
 	}()
+	metrics := newServeMetrics()
+	if err := metrics.WatchStore(health.Status); err != nil {
+		return c.failf(e, "%v", err)
+	}
 	ln, adminLn, err := f.bind()
 	if err != nil {
 		return c.failf(e, "%v", err)
 	}
-
-	metrics := newServeMetrics()
-	metrics.store(health.Status)
-	observeReceiver := func(ev finalize.Event) { metrics.receiver(ev); logs.receiver(ev) }
-	observeBinding := func(ev httpbinding.Event) { metrics.binding(ev); logs.binding(ev) }
+	observeReceiver := func(ev finalize.Event) { metrics.ObserveReceiver(ev); logs.receiver(ev) }
+	observeBinding := func(ev httpbinding.Event) { metrics.ObserveBinding(ev); logs.binding(ev) }
 	recv := finalize.NewReceiver(st.receiver, append(f.retain.options(), finalize.WithObserver(observeReceiver))...)
 	errorLog := slog.NewLogLogger(logger.Handler(), slog.LevelWarn)
 	srv, err := newServeServer(httpbinding.NewHandler(recv, auth, httpbinding.WithObserver(observeBinding)), tlsConfig, errorLog)
@@ -654,7 +656,7 @@ func (l serveLog) binding(e httpbinding.Event) {
 func (l serveLog) receiver(e finalize.Event) {
 	switch e.Kind {
 	case finalize.EventFinalize:
-		attrs := append(appendIDs(nil, e.Vessel, e.Snapshot), "outcome", finalizeOutcome(e))
+		attrs := append(appendIDs(nil, e.Vessel, e.Snapshot), "outcome", prommetrics.FinalizeOutcome(e))
 		level := slog.LevelInfo
 		if e.Err == nil || e.Outcome.Status != "" {
 			attrs = append(attrs, "revision", e.Outcome.Revision, "active_revision", e.Outcome.ActiveRevision)

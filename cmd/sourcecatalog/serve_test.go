@@ -454,7 +454,7 @@ func TestServeMetrics(t *testing.T) {
 		// Counted from the Receiver's events, not twice.
 		{Kind: httpbinding.EventFinalize, Vessel: v, Finalize: &finalize.Outcome{Status: finalize.Activated}},
 	} {
-		m.binding(e)
+		m.ObserveBinding(e)
 	}
 	for _, e := range []finalize.Event{
 		{Kind: finalize.EventReceive, Op: "ReceiveManifest", Vessel: v, Receipt: envelope.Receipt{Status: envelope.Staged}, Usage: usage},
@@ -470,7 +470,7 @@ func TestServeMetrics(t *testing.T) {
 		{Kind: finalize.EventRetry, Op: "ReceiveChunk", Vessel: v},
 		{Kind: finalize.EventRetry, Op: "Finalize", Vessel: v},
 	} {
-		m.receiver(e)
+		m.ObserveReceiver(e)
 	}
 	got := scrapeMetrics(t, m)
 	vl := `vessel="` + v.String() + `"`
@@ -514,7 +514,7 @@ func TestServeMetrics(t *testing.T) {
 
 	// Usage comes from the latest event that read it.
 	usage.RetainedSnapshots.Used = 4
-	m.receiver(finalize.Event{Kind: finalize.EventFinalize, Op: "Finalize", Vessel: v, Outcome: finalize.Outcome{Status: finalize.Superseded}, Usage: usage})
+	m.ObserveReceiver(finalize.Event{Kind: finalize.EventFinalize, Op: "Finalize", Vessel: v, Outcome: finalize.Outcome{Status: finalize.Superseded}, Usage: usage})
 	assertMetric(t, scrapeMetrics(t, m), `sourcecatalog_staging_snapshots{bound="retained",`+vl+`} 4`)
 }
 
@@ -845,7 +845,7 @@ func TestServeShutdownFinishesInFlight(t *testing.T) {
 func TestServeStoreMetrics(t *testing.T) {
 	m := newServeMetrics()
 	st := storeheal.Status{State: storeheal.Healthy}
-	m.store(func() storeheal.Status { return st })
+	require.NoError(t, m.WatchStore(func() storeheal.Status { return st }))
 	for _, tc := range []struct {
 		status storeheal.Status
 		want   []string

@@ -22,7 +22,7 @@ func TestServeSupersededByActive(t *testing.T) {
 	m := newServeMetrics()
 	var logs bytes.Buffer
 	l := serveLog{slog.New(slog.NewJSONHandler(&logs, nil))}
-	r := finalize.NewReceiver(memstore.New(), finalize.WithObserver(func(e finalize.Event) { m.receiver(e); l.receiver(e) }))
+	r := finalize.NewReceiver(memstore.New(), finalize.WithObserver(func(e finalize.Event) { m.ObserveReceiver(e); l.receiver(e) }))
 	gauge := `sourcecatalog_superseded_by_active{vessel="` + vesselFlag + `"} `
 	// warnings returns the superseded warnings logged since the last call.
 	warnings := func() []map[string]any {
