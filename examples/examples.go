@@ -47,6 +47,9 @@ const Revision int64 = 1
 const (
 	HeaderFile = "example_header.json"
 	ChunksFile = "example_chunks.json"
+	// RecordsFile holds the example boat's records, one per line, as the
+	// JSON array `sourcecatalog commit` and `build` read.
+	RecordsFile = "example_records.json"
 )
 
 // BoatSnapshot builds the example snapshot: [Boat]'s records under the
@@ -102,4 +105,17 @@ func sourceRecord(ref, label, typ, meta string) *catalog.Record {
 		s.Meta = []byte(meta)
 	}
 	return must(catalog.NewSource(s))
+}
+
+// RecordsJSON renders records as the JSON array `sourcecatalog commit` and
+// `build` read: one canonical record per line.
+func RecordsJSON(records []*catalog.Record) []byte {
+	b := []byte("[\n")
+	for i, r := range records {
+		if i > 0 {
+			b = append(b, ",\n"...)
+		}
+		b = append(b, r.Canonical()...)
+	}
+	return append(b, "\n]\n"...)
 }

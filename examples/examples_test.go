@@ -30,6 +30,12 @@ func TestFilesUpToDate(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, bytes.Equal(files.Header(s), header), regenerate)
 	assert.True(t, bytes.Equal(files.Chunks(s), chunks), regenerate)
+	records, err := os.ReadFile(examples.RecordsFile)
+	require.NoError(t, err)
+	assert.True(t, bytes.Equal(examples.RecordsJSON(examples.Boat()), records), regenerate)
+	list, err := catalog.DecodeList(records)
+	require.NoError(t, err)
+	assert.Len(t, list, len(examples.Boat()))
 
 	// The generator writes through files.Write: the same bytes on disk.
 	dir := t.TempDir()

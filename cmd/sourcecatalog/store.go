@@ -71,7 +71,8 @@ type stores struct {
 	name     string // for logs and messages; never holds a password
 	receiver finalize.Store
 	outbox   outbox.Store // nil unless storeOptions.outbox
-	// ping checks that the store can serve, for /healthz.
+	// ping checks that the store can serve, for /healthz: the store's
+	// finalize.Pinger.
 	ping  func(ctx context.Context) error
 	close func() error
 }
@@ -87,9 +88,9 @@ func (f *storeFlag) open(ctx context.Context, opts storeOptions) (*stores, error
 		if opts.outbox {
 			return nil, errors.New("--store memory keeps no outbox across runs: use sqlite:FILE or mysql:DSN")
 		}
+		m := memstore.New()
 		return &stores{
-			name: "memory", receiver: memstore.New(),
-			ping: func(context.Context) error { return nil }, close: func() error { return nil },
+			name: "memory", receiver: m, ping: m.Ping, close: func() error { return nil },
 		}, nil
 	case "sqlite":
 		var o []sqlitestore.Option
@@ -101,8 +102,7 @@ func (f *storeFlag) open(ctx context.Context, opts storeOptions) (*stores, error
 			return nil, err
 		}
 		st := &stores{
-			name: "sqlite " + f.arg, receiver: s, close: s.Close,
-			ping: func(ctx context.Context) error { _, err := s.Vessels(ctx, true); return err },
+			name: "sqlite " + f.arg, receiver: s, close: s.Close, ping: s.Ping,
 		}
 		if opts.outbox {
 			st.outbox = s.Outbox()
@@ -126,9 +126,9 @@ func (f *storeFlag) open(ctx context.Context, opts storeOptions) (*stores, error
 			db.Close()
 			return nil, fmt.Errorf("mysql schema %s: %w", cfg.DBName, err)
 		}
+		recv := mysqlstore.New(db)
 		st := &stores{
-			name: "mysql schema " + cfg.DBName, receiver: mysqlstore.New(db),
-			ping: db.PingContext, close: db.Close,
+			name: "mysql schema " + cfg.DBName, receiver: recv, ping: recv.Ping, close: db.Close,
 		}
 		if opts.outbox {
 			st.outbox = mysqlstore.NewOutbox(db)

@@ -1,6 +1,8 @@
 // Command gen writes example_header.json and example_chunks.json, the
 // example snapshot of package examples, into the current directory (or the
-// one named by -dir) in the layout `sourcecatalog build` writes. It runs
+// one named by -dir) in the layout `sourcecatalog build` writes, and
+// example_records.json, the boat's records as `sourcecatalog commit` reads
+// them. It runs
 // from package examples' go:generate directive:
 //
 //	go generate ./examples
@@ -10,6 +12,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/yachtmemory/sourcecatalog/examples"
 	"github.com/yachtmemory/sourcecatalog/internal/files"
@@ -29,5 +32,8 @@ func generate(dir string) error {
 	if err != nil {
 		return err
 	}
-	return files.Write(dir, s, examples.HeaderFile, examples.ChunksFile)
+	if err := files.Write(dir, s, examples.HeaderFile, examples.ChunksFile); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, examples.RecordsFile), examples.RecordsJSON(examples.Boat()), 0o644)
 }
