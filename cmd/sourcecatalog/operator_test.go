@@ -231,10 +231,12 @@ func TestOperatorMySQL(t *testing.T) {
 		arg, _ := mysqlBackend.fresh(t)
 		boat := recordsFile(t, t.TempDir(), "boat.json", examples.Boat())
 		const snap = "0b1f9a52-3c55-4a8e-9d3e-6f1c2b7a4d10"
-		first := commitJSONOf(t, "--store", arg, "--vessel", vesselFlag, boat)
-		second := commitJSONOf(t, "--store", arg, "--vessel", vesselFlag, "--snapshot", snap, boat)
-		retry := commitJSONOf(t, "--store", arg, "--vessel", vesselFlag, "--snapshot", snap, boat)
-		assert.Equal(t, []int64{1, 2, 2}, []int64{first.Revision, second.Revision, retry.Revision})
+		first := commitJSONOf(t, "--store", arg, "--vessel", vesselFlag, "--discovered-at", atFlag, boat)
+		second := commitJSONOf(t, "--store", arg, "--vessel", vesselFlag, "--discovered-at", atFlag, "--snapshot", snap, boat)
+		retry := commitJSONOf(t, "--store", arg, "--vessel", vesselFlag, "--discovered-at", atFlag, "--snapshot", snap, boat)
+		// Floored by the discovery time in milliseconds (SPEC §2.4), then counted.
+		const floor = 1777636800000 // 2026-05-01T12:00:00Z
+		assert.Equal(t, []int64{floor, floor + 1, floor + 1}, []int64{first.Revision, second.Revision, retry.Revision})
 		assert.True(t, retry.Retried)
 	})
 }
