@@ -138,3 +138,17 @@ func TestEarlyTreeIsPartial(t *testing.T) {
 	settled, _ := countKinds(mapFixture(t, "full-both-nopriority-1.json", SelectLowestRef))
 	require.Less(t, early, settled)
 }
+
+// TestDiscoverCaptures: Discover over HTTP, the captured models served by
+// the fake server, returns what Map makes of them.
+func TestDiscoverCaptures(t *testing.T) {
+	for _, name := range []string{"full-both-nopriority-1.json", "full-usecanname.json", "secured-full-n2k.json"} {
+		t.Run(name, func(t *testing.T) {
+			f := newFakeServer(t, false)
+			f.model, f.self = string(readFixture(t, name)), "vessels.urn:mrn:signalk:uuid:5e1f0000-5e1f-4000-8000-00000000c0de"
+			rs, err := newClient(t, f).Discover(t.Context())
+			require.NoError(t, err)
+			require.Equal(t, canonicalRecords(mapFixture(t, name, SelectLowestRef)), canonicalRecords(rs))
+		})
+	}
+}
