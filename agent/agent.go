@@ -186,13 +186,13 @@ func (a *Agent) scan(ctx context.Context, s *state) {
 		if errors.Is(err, sourcecatalog.ErrIncompleteScan) {
 			level, msg = slog.LevelWarn, "scan incomplete: nothing committed"
 		}
-		var ra interface{ RetryAfter() time.Duration }
-		if errors.As(err, &ra) {
+		now := a.cfg.Clock.Now()
+		if wait, ok := retryAfter(err); ok {
 			// Expected after every (re)start of the server or the agent.
-			s.nextScan = a.cfg.Clock.Now().Add(max(ra.RetryAfter(), a.cfg.Backoff.Next(0)))
+			s.nextScan = now.Add(max(wait, a.cfg.Backoff.Next(0)))
 			level = slog.LevelInfo
 		}
-		a.log.Log(ctx, level, msg, "error", err.Error(), "retry_in", s.nextScan.Sub(a.cfg.Clock.Now()).String())
+		a.log.Log(ctx, level, msg, "error", err.Error(), "retry_in", s.nextScan.Sub(now).String())
 		return
 	}
 	c := outbox.NewCycle(a.cfg.Vessel, started, records)

@@ -24,15 +24,25 @@ func DiscoverSettled(ctx context.Context, d Discoverer, clock outbox.Clock, trie
 	}
 	for try := 1; ; try++ {
 		records, err := d.Discover(ctx)
-		var ra interface{ RetryAfter() time.Duration }
-		if err == nil || try >= tries || !errors.As(err, &ra) || ra.RetryAfter() <= 0 {
+		wait, ok := retryAfter(err)
+		if err == nil || try >= tries || !ok || wait <= 0 {
 			return records, err
 		}
 		if onWait != nil {
-			onWait(ra.RetryAfter(), err)
+			onWait(wait, err)
 		}
-		if !clock.Sleep(ctx, ra.RetryAfter()) {
+		if !clock.Sleep(ctx, wait) {
 			return nil, err
 		}
 	}
+}
+
+// retryAfter returns the wait an error says a scan needs before it may
+// succeed — its RetryAfter() — and whether it says one.
+func retryAfter(err error) (time.Duration, bool) {
+	var ra interface{ RetryAfter() time.Duration }
+	if !errors.As(err, &ra) {
+		return 0, false
+	}
+	return ra.RetryAfter(), true
 }

@@ -524,9 +524,9 @@ func (t *transformer) compare(a [2]int, aEscaped bool, b [2]int, bEscaped bool) 
 // input order.
 func (t *transformer) sortMembers(open, in int) error {
 	out := t.out
-	mems := t.memberStarts(open, -1)
-	if at := firstRepeat(out, mems); at >= 0 {
-		return syntaxErr(memberOffset(t.src, in, rank(mems, at)), ErrDuplicateName)
+	mems, err := t.duplicateName(open, in, -1)
+	if err != nil {
+		return err
 	}
 	first, _ := slices.BinarySearch(t.flips, open) // the object's flips
 	n := len(t.flips) - first
@@ -560,11 +560,21 @@ func (t *transformer) sortMembers(open, in int) error {
 // among them, which precedes the problem err reports in the text, or else
 // err.
 func (t *transformer) repeatedBefore(err error, open, in, names int) error {
-	mems := t.memberStarts(open, names)
-	if at := firstRepeat(t.out, mems); at >= 0 {
-		return syntaxErr(memberOffset(t.src, in, rank(mems, at)), ErrDuplicateName)
+	if _, dup := t.duplicateName(open, in, names); dup != nil {
+		return dup
 	}
 	return err
+}
+
+// duplicateName returns the starts of the object's first n members (all
+// when n < 0), as memberStarts does, and an error of ErrDuplicateName at
+// the first of their names, in input order, that repeats an earlier one.
+func (t *transformer) duplicateName(open, in, n int) ([]int, error) {
+	mems := t.memberStarts(open, n)
+	if at := firstRepeat(t.out, mems); at >= 0 {
+		return nil, syntaxErr(memberOffset(t.src, in, rank(mems, at)), ErrDuplicateName)
+	}
+	return mems, nil
 }
 
 // memberStarts returns the positions in t.out of the first n members, or

@@ -60,8 +60,11 @@ func fatal(err error) bool { return isCode(err, fatalCodes...) }
 // full reports whether err says the disk is full: SQLite's SQLITE_FULL,
 // or the file system's ENOSPC or EDQUOT (as Open's own file operations
 // meet them).
-func full(err error) bool {
-	return isCode(err, sqlite3.FULL) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
+func full(err error) bool { return isCode(err, sqlite3.FULL) || outOfSpace(err) }
+
+// outOfSpace reports whether err is the file system's ENOSPC or EDQUOT.
+func outOfSpace(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
 }
 
 // storageFailure is err, marked ErrDiskFull when the disk is full.

@@ -91,7 +91,8 @@ func (t *outboxTx) entries(ctx context.Context, op, where string, args ...any) (
 			return err
 		}
 		snap, err := uuid.FromBytes(row.snapshot)
-		switch state := outbox.State(row.state); {
+		state := outbox.State(row.state)
+		switch {
 		case err != nil || len(row.digest) != len(outbox.Entry{}.Digest) || !entrySum(t.vessel, &row).matches(stored) ||
 			(state != outbox.Pending && state != outbox.Delivered && state != outbox.Stopped):
 			entity := fmt.Sprintf("chunk %d", row.chunkIndex)
@@ -101,7 +102,7 @@ func (t *outboxTx) entries(ctx context.Context, op, where string, args ...any) (
 			return damagedRow("outbox entry of vessel %s snapshot %x (%s)", t.id, row.snapshot, entity)
 		}
 		e := outbox.Entry{VesselID: t.id, SnapshotID: snap, ChunkIndex: int(row.chunkIndex), Revision: row.revision,
-			EntityType: row.entityType, EntityKey: row.entityKey, Payload: row.payload, State: outbox.State(row.state)}
+			EntityType: row.entityType, EntityKey: row.entityKey, Payload: row.payload, State: state}
 		copy(e.Digest[:], row.digest)
 		out = append(out, e)
 		return nil

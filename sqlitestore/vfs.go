@@ -1,9 +1,7 @@
 package sqlitestore
 
 import (
-	"errors"
 	"sync"
-	"syscall"
 
 	"github.com/ncruces/go-sqlite3"
 	"github.com/ncruces/go-sqlite3/vfs"
@@ -66,7 +64,7 @@ func (v fullVFS) FullPathname(name string) (string, error) { return v.base().Ful
 // noSpace returns err as SQLITE_FULL when it says the file system has no
 // space left, and unchanged otherwise.
 func noSpace(err error) error {
-	if err != nil && (errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)) {
+	if err != nil && outOfSpace(err) {
 		return vfs.SystemError(err, sqlite3.FULL)
 	}
 	return err

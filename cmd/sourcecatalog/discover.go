@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -113,13 +112,9 @@ func (f *signalkFlags) client() (*signalk.Client, error) {
 		opts = append(opts, signalk.WithToken(token))
 	}
 	if f.ca.set {
-		pem, err := os.ReadFile(f.ca.s)
+		roots, err := readCAs("--signalk-ca", f.ca.s)
 		if err != nil {
-			return nil, fmt.Errorf("--signalk-ca: %w", err)
-		}
-		roots := x509.NewCertPool()
-		if !roots.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("--signalk-ca: no PEM certificate in %s", f.ca.s)
+			return nil, err
 		}
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.TLSClientConfig = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}

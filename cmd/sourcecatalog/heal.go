@@ -27,11 +27,15 @@ import (
 // after it, is an error.
 func (f *storeFlag) openHealing(ctx context.Context, opts storeOptions, observe func(storeheal.Status)) (*stores, *storeheal.Handle[*stores], error) {
 	next := opts
+	var name string // of the first open's stores, which storeheal.Open returns after
 	open := func(ctx context.Context) (*stores, io.Closer, error) {
 		st, err := f.open(ctx, next)
 		next.migrate = false // Opener calls are sequential: Open's, then the reopening goroutine's
 		if err != nil {
 			return nil, nil, err
+		}
+		if name == "" {
+			name = st.name
 		}
 		if err := probe(ctx, st); err != nil {
 			return nil, nil, errors.Join(fmt.Errorf("%s cannot write: %w", st.name, err), st.close())
@@ -42,8 +46,6 @@ func (f *storeFlag) openHealing(ctx context.Context, opts storeOptions, observe 
 	if err != nil {
 		return nil, nil, err
 	}
-	var name string
-	h.Do(func(s *stores) error { name = s.name; return nil })
 	st := &stores{
 		name:     name,
 		receiver: storeheal.Receiver(h, func(s *stores) finalize.Store { return s.receiver }),

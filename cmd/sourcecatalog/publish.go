@@ -172,13 +172,9 @@ func (f *publishFlags) check(name string, operands []string) string {
 func (f *publishFlags) client() (*httpbinding.Client, error) {
 	var roots *x509.CertPool
 	if f.ca.set {
-		pem, err := os.ReadFile(f.ca.s)
-		if err != nil {
-			return nil, fmt.Errorf("--ca: %w", err)
-		}
-		roots = x509.NewCertPool()
-		if !roots.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("--ca: no PEM certificate in %s", f.ca.s)
+		var err error
+		if roots, err = readCAs("--ca", f.ca.s); err != nil {
+			return nil, err
 		}
 	}
 	var cert *tls.Certificate
@@ -205,6 +201,20 @@ func (f *publishFlags) client() (*httpbinding.Client, error) {
 		return nil, fmt.Errorf("%v", strings.TrimPrefix(err.Error(), "sourcecatalog: "))
 	}
 	return client, nil
+}
+
+// readCAs reads the PEM certificates of the file the flag names, as the
+// roots to trust; its errors name the flag and the file.
+func readCAs(flag, path string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", flag, err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("%s: no PEM certificate in %s", flag, path)
+	}
+	return roots, nil
 }
 
 // readToken reads the first line of a token file, without its
