@@ -1,7 +1,8 @@
 // Package faultproxy relays TCP connections that carry the HTTP binding of
 // SPEC.md §11 over TLS 1.2 and breaks answers after their request reached
 // the server: it resets the sender's connection, cuts the answer midway,
-// or delays it. It is for tests and the demo.
+// or delays it; CutRequest cuts a request on its way instead. It is for
+// tests and the demo.
 //
 // The proxy cannot decrypt; it reads the TLS records. With TLS 1.2 every
 // handshake message travels in handshake records, so an application-data
