@@ -3,20 +3,18 @@ package httpbinding_test
 import (
 	"bytes"
 	"compress/gzip"
-	"context"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/yachtmemory/sourcecatalog/catalog"
 	"github.com/yachtmemory/sourcecatalog/examples"
 	"github.com/yachtmemory/sourcecatalog/finalize"
 	"github.com/yachtmemory/sourcecatalog/finalize/memstore"
 	"github.com/yachtmemory/sourcecatalog/httpbinding"
-	"github.com/yachtmemory/sourcecatalog/outbox"
-	outboxmem "github.com/yachtmemory/sourcecatalog/outbox/memstore"
 )
 
 // BenchmarkHostileGzip posts the zip bomb — 30 MiB of zeros in a gzip
@@ -57,13 +55,8 @@ func BenchmarkHostileGzip(b *testing.B) {
 // records, as a Client sends them without compression.
 func requestBodies(b *testing.B, records func() []*catalog.Record) [][]byte {
 	b.Helper()
-	store := outboxmem.New()
-	commit, err := outbox.NewWriter(store).Commit(context.Background(), outbox.NewCycle(vesselA, examples.DiscoveredAt, records()))
-	if err != nil {
-		b.Fatal(err)
-	}
 	var out [][]byte
-	for _, e := range commit.Entries {
+	for _, e := range commitRecords(b, vesselA, uuid.Nil, records()).entries {
 		out = append(out, wrap(e))
 	}
 	return out

@@ -25,7 +25,6 @@ import (
 	"github.com/yachtmemory/sourcecatalog/httpbinding"
 	"github.com/yachtmemory/sourcecatalog/internal/faultproxy"
 	"github.com/yachtmemory/sourcecatalog/outbox"
-	outboxmem "github.com/yachtmemory/sourcecatalog/outbox/memstore"
 )
 
 // captureRequest starts a loopback listener that reads one request as
@@ -139,11 +138,7 @@ func hostOf(raw []byte) string {
 // exampleBoard commits the example boat's records for vesselA.
 func exampleBoard(t *testing.T) *board {
 	t.Helper()
-	c := outbox.NewCycle(vesselA, examples.DiscoveredAt, examples.Boat())
-	store := outboxmem.New()
-	commit, err := outbox.NewWriter(store).Commit(context.Background(), c)
-	require.NoError(t, err)
-	return &board{vessel: vesselA, store: store, commit: commit, snapID: c.SnapshotID, entries: commit.Entries}
+	return commitRecords(t, vesselA, uuid.Nil, examples.Boat())
 }
 
 // A snapshot published with compression on, through the real Handler on
