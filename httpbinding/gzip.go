@@ -53,9 +53,45 @@ var errNotGzip = errors.New("httpbinding: the body is not one valid gzip member"
 // is some 40 KB, allocated once per reader.
 var gzipReaders = sync.Pool{New: func() any { return new(gzip.Reader) }}
 
+// bodyBuffers holds buffers of MaxRequestBody+1 bytes for reuse, into
+// which a gzip body and its decompressed bytes are read: a request costs
+// the bytes of its wrapped request, copied out, and no more.
+var bodyBuffers = sync.Pool{New: func() any { return new([MaxRequestBody + 1]byte) }}
+
 // gunzipped, when set (by tests), is told how many decompressed bytes
 // each gunzip took out of its decompressor.
 var gunzipped atomic.Pointer[func(int)]
+
+// readGzipBody reads a gzip body from body, which must end after at most
+// MaxRequestBody bytes (an http.MaxBytesReader), and returns its
+// decompressed bytes as gunzip does; a read error, such as the
+// *http.MaxBytesError of a body over the cap, is returned as it is.
+func readGzipBody(body io.Reader) ([]byte, error) {
+	in := bodyBuffers.Get().(*[MaxRequestBody + 1]byte)
+	defer bodyBuffers.Put(in)
+	n, err := fill(body, in[:])
+	switch {
+	case err == nil: // a reader that let through more than its bound
+		return nil, &http.MaxBytesError{Limit: MaxRequestBody}
+	case err != io.EOF:
+		return nil, err
+	}
+	return gunzip(in[:n])
+}
+
+// fill reads from r into b until b is full (nil error), r ends (io.EOF)
+// or fails, and returns the bytes read and that error.
+func fill(r io.Reader, b []byte) (int, error) {
+	n := 0
+	for n < len(b) {
+		m, err := r.Read(b[n:])
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
 
 // gunzip returns the decompressed bytes of body, which must be exactly one
 // gzip member (RFC 1952): header, deflate stream, CRC-32 and ISIZE
@@ -71,13 +107,9 @@ func gunzip(body []byte) ([]byte, error) {
 		return nil, fmt.Errorf("%w: %v", errNotGzip, err)
 	}
 	zr.Multistream(false)
-	out := make([]byte, MaxRequestBody+1)
-	n, err := 0, error(nil)
-	for n < len(out) && err == nil {
-		var m int
-		m, err = zr.Read(out[n:])
-		n += m
-	}
+	out := bodyBuffers.Get().(*[MaxRequestBody + 1]byte)
+	defer bodyBuffers.Put(out)
+	n, err := fill(zr, out[:])
 	if hook := gunzipped.Load(); hook != nil {
 		(*hook)(n)
 	}
@@ -89,7 +121,7 @@ func gunzip(body []byte) ([]byte, error) {
 	case src.Len() > 0:
 		return nil, fmt.Errorf("%w: %d bytes after the member", errNotGzip, src.Len())
 	}
-	return out[:n:n], nil
+	return bytes.Clone(out[:n]), nil
 }
 
 // gzipWriters holds compressors at requestGzipLevel for reuse.

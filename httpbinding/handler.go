@@ -213,7 +213,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // readBody reads at most MaxRequestBody bytes of the body and returns the
 // wrapped request: the body, or when gzipped its decompressed bytes
-// (gunzip). A longer body, announced or sent, or one that decompresses to
+// (readGzipBody). A longer body, announced or sent, or one that decompresses to
 // more, is an *http.MaxBytesError, and only MaxRequestBody+1 bytes of it
 // are ever read or decompressed; a gzipped body that is not one valid
 // member is an error wrapping errNotGzip (SPEC.md §11.1).
@@ -221,11 +221,10 @@ func readBody(w http.ResponseWriter, r *http.Request, gzipped bool) ([]byte, err
 	if r.ContentLength > MaxRequestBody {
 		return nil, &http.MaxBytesError{Limit: MaxRequestBody}
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxRequestBody))
-	if err != nil || !gzipped {
-		return body, err
+	if gzipped {
+		return readGzipBody(http.MaxBytesReader(w, r.Body, MaxRequestBody))
 	}
-	return gunzip(body)
+	return io.ReadAll(http.MaxBytesReader(w, r.Body, MaxRequestBody))
 }
 
 // receive decodes the request, checks its entity key and hands the message
