@@ -10,7 +10,8 @@
 // envelope.DefaultWrapper) per POST: it authenticates the sender
 // ([Authenticator]: [MutualTLS], [Tokens], [TrustedProxy] behind an
 // ingress that authenticates, or [InsecureNoAuth] for tests),
-// reads at most [MaxRequestBody] bytes, hands the message to a
+// reads at most [MaxRequestBody] bytes — a gzip body (Content-Encoding:
+// gzip, one member) decompressed to at most as many — hands the message to a
 // finalize.Receiver and answers with the receipt (200) or the refusal
 // (SPEC.md §9), its status given by the class ([StatusOf]). A 200 is
 // written only after the Receiver staged the message durably. When a
@@ -36,7 +37,9 @@
 // error of its class (a conflict wraps sourcecatalog.ErrConflict, which
 // stops the snapshot in outbox.Publisher), and every other failure — the
 // network, a timeout, an answer lost or cut, an answer that breaks the
-// binding — as sourcecatalog.ErrStoreUnavailable, to be retried.
+// binding — as sourcecatalog.ErrStoreUnavailable, to be retried. With
+// [WithRequestCompression], for a receiver that declared request_gzip, it
+// sends each body gzipped when that is shorter (SPEC.md §11.1).
 //
 // # Security considerations
 //
@@ -51,7 +54,8 @@
 // kept as SHA-256 hashes, compared in constant time, and refused over a
 // connection without TLS; so is every Authorization header on a connection
 // without TLS, whatever the Authenticator.
-// Every read is bounded: the body (32,768 bytes, the rest never
+// Every read is bounded: the body (32,768 bytes as sent and, gzipped,
+// decompressed — a zip bomb costs 32 KiB of output, not its size —, the rest never
 // interpreted, and dropped for at most 1 MiB and 2 s after an early answer
 // so that the sender can read it), the header, each phase of a connection
 // in time, the answer the Client reads (envelope.MaxAnswerSize). A

@@ -38,10 +38,13 @@ const (
 //	    with error="invalid_token"), or the Authenticator refused
 //	    (WWW-Authenticate from a Challenger; plain text, saying why a
 //	    client certificate was refused: RefusalReason)
-//	415 a Content-Type other than application/json, or several (refusal unsupported)
+//	415 a Content-Type other than application/json, or several, or a
+//	    Content-Encoding other than one gzip or identity (refusal unsupported)
 //	429 the vessel has its limit of requests in flight (refusal store_unavailable; Retry-After)
-//	413 a body over MaxRequestBody; the rest is not read (refusal limit_exceeded)
-//	400 the body could not be read, such as a sender cut by the read timeout (plain text)
+//	413 a body over MaxRequestBody, as sent or, gzipped, decompressed; the
+//	    rest is not read or decompressed (refusal limit_exceeded)
+//	400 the body could not be read, such as a sender cut by the read
+//	    timeout, or a gzip body is not one valid member (plain text)
 //	422 the request or its message does not decode, or its entity key does not name it
 //	403 foreign_vessel, unregistered_vessel
 //	409 conflict, revision_conflict
@@ -173,12 +176,17 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.refuseUnread(w, ev, http.StatusUnsupportedMediaType, sourcecatalog.Errorf(sourcecatalog.ErrUnsupported, "the request must be application/json, with one Content-Type"))
 		return
 	}
+	gzipped, ok := requestCoding(r.Header)
+	if !ok {
+		h.refuseUnread(w, ev, http.StatusUnsupportedMediaType, sourcecatalog.Errorf(sourcecatalog.ErrUnsupported, "the request's Content-Encoding must be one gzip or identity"))
+		return
+	}
 	if !h.limit.acquire(origin.VesselID) {
 		h.refuseUnread(w, ev, http.StatusTooManyRequests, sourcecatalog.Errorf(sourcecatalog.ErrStoreUnavailable, "too many requests of the vessel in flight"))
 		return
 	}
 	defer h.limit.release(origin.VesselID)
-	body, err := readBody(w, r)
+	body, err := readBody(w, r, gzipped)
 	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooLarge):
@@ -203,12 +211,18 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	writeAnswer(w, http.StatusOK, rc.Canonical())
 }
 
-// readBody reads at most MaxRequestBody bytes of the body. A longer body,
-// announced or sent, is an *http.MaxBytesError, and only MaxRequestBody+1
-// bytes of it are ever read.
-func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+// readBody reads at most MaxRequestBody bytes of the body and returns the
+// wrapped request: the body, or when gzipped its decompressed bytes
+// (readGzipBody). A longer body, announced or sent, or one that decompresses to
+// more, is an *http.MaxBytesError, and only MaxRequestBody+1 bytes of it
+// are ever read or decompressed; a gzipped body that is not one valid
+// member is an error wrapping errNotGzip (SPEC.md §11.1).
+func readBody(w http.ResponseWriter, r *http.Request, gzipped bool) ([]byte, error) {
 	if r.ContentLength > MaxRequestBody {
 		return nil, &http.MaxBytesError{Limit: MaxRequestBody}
+	}
+	if gzipped {
+		return readGzipBody(http.MaxBytesReader(w, r.Body, MaxRequestBody))
 	}
 	return io.ReadAll(http.MaxBytesReader(w, r.Body, MaxRequestBody))
 }

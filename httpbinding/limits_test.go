@@ -109,6 +109,7 @@ func TestBodyCapDoesNotReadTheRest(t *testing.T) {
 	cases := []struct{ name, header, body string }{
 		{"announced 1 MiB, sent 32 KiB", head + "Content-Length: 1048576\r\n\r\n", part},
 		{"announced 32769, sent 100", head + "Content-Length: 32769\r\n\r\n", part[:100]},
+		{"gzip, announced 32769, sent 100", head + "Content-Encoding: gzip\r\nContent-Length: 32769\r\n\r\n", part[:100]},
 		{"chunked, sent 32 KiB", head + "Transfer-Encoding: chunked\r\n\r\n", fmt.Sprintf("%x\r\n%s\r\n", len(part), part)},
 	}
 	for _, tc := range cases {
