@@ -239,10 +239,14 @@ func checkName(field string, i int, s string) error {
 // that predates it, such as the installed v1 receiver, answers. It wraps
 // outbox.ErrCapabilityOff (class sourcecatalog.ErrUnsupported): the gate
 // stays off.
-var ErrNoDeclaration error = &sourcecatalog.Error{
-	Class: sourcecatalog.ErrUnsupported, Chunk: sourcecatalog.NoIndex, Record: sourcecatalog.NoIndex,
-	Detail: "the receiver answers no capability declaration (SPEC.md §11.7)", Err: outbox.ErrCapabilityOff,
+var ErrNoDeclaration error = noDeclaration{}
+
+type noDeclaration struct{}
+
+func (noDeclaration) Error() string {
+	return "httpbinding: the receiver answers no capability declaration (SPEC.md §11.7)"
 }
+func (noDeclaration) Unwrap() error { return outbox.ErrCapabilityOff }
 
 // A DeclarationError is Declaration's error when the receiver answered
 // 200 application/json with a text that is not a declaration of
@@ -260,7 +264,7 @@ type DeclarationError struct {
 }
 
 func (e *DeclarationError) Error() string {
-	return "httpbinding: the receiver's capability declaration declares no v2 support: " + e.Problem.Error()
+	return "httpbinding: the receiver's answer is no declaration of v2 (SPEC.md §11.7): " + e.Problem.Error()
 }
 
 // Unwrap returns outbox.ErrCapabilityOff.
@@ -298,13 +302,13 @@ func (c *Client) Declaration(ctx context.Context) (Declaration, error) {
 	case http.StatusUnauthorized:
 		return Declaration{}, fmt.Errorf("httpbinding: %w", ErrUnauthorized)
 	case http.StatusNotFound, http.StatusMethodNotAllowed, http.StatusNotImplemented:
-		return Declaration{}, fmt.Errorf("httpbinding: GET answered %d: %w", resp.StatusCode, ErrNoDeclaration)
+		return Declaration{}, fmt.Errorf("%w: GET answered %d", ErrNoDeclaration, resp.StatusCode)
 	case http.StatusOK:
 	default:
 		return Declaration{}, badAnswer(resp.StatusCode, "to the declaration's GET")
 	}
 	if !isJSON(resp.Header.Get("Content-Type")) {
-		return Declaration{}, fmt.Errorf("httpbinding: GET answered 200 of another media type: %w", ErrNoDeclaration)
+		return Declaration{}, fmt.Errorf("%w: GET answered 200 of another media type than application/json", ErrNoDeclaration)
 	}
 	text, err := io.ReadAll(io.LimitReader(resp.Body, MaxDeclarationSize+1))
 	if err != nil {
@@ -381,7 +385,7 @@ func (g *Gate) Open(ctx context.Context) (declared string, err error) {
 	case errors.As(err, &de):
 		return "not a declaration: " + de.Problem.Error(), err
 	case errors.Is(err, ErrNoDeclaration):
-		return "none: " + strings.TrimPrefix(err.Error(), "httpbinding: "), err
+		return "none: " + strings.TrimPrefix(err.Error(), ErrNoDeclaration.Error()+": "), err
 	}
 	return "", err
 }
