@@ -368,3 +368,29 @@ func TestGateAuto(t *testing.T) {
 		assert.Equal(t, declV2, rep.Declared)
 	})
 }
+
+// A gate forgets the capabilities it read once the receiver stops
+// declaring v2: a rolled-back receiver's capabilities are not used.
+func TestGateForgetsOnRollback(t *testing.T) {
+	var v2 atomic.Bool
+	v2.Store(true)
+	ts := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !v2.Load() {
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, declBoth)
+	}))
+	defer ts.Close()
+	gate := httpbinding.NewGate(testClient(t, ts))
+	declared, err := gate.Open(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, declBoth, declared)
+	assert.True(t, gate.Declared().Has(httpbinding.CapabilityChunkReference))
+	v2.Store(false)
+	declared, err = gate.Open(context.Background())
+	require.ErrorIs(t, err, httpbinding.ErrNoDeclaration)
+	assert.Equal(t, "none: GET answered 405", declared)
+	assert.Equal(t, httpbinding.Declaration{}, gate.Declared())
+}
