@@ -69,7 +69,8 @@ func TestPublishReceiverV2Auto(t *testing.T) {
 			g := newPublishRig(t, allCredentials[0])
 			g.commitBoat(t)
 			url, posts := startFakeReceiver(t, g, tc.handler)
-			args := g.args(g.boat, "--receiver-v2=auto")
+			// A gate that opened would send, fail and retry: give up soon.
+			args := g.args(g.boat, "--receiver-v2=auto", "--give-up-after", "2s")
 			for i := range args {
 				if args[i] == g.rcv.url {
 					args[i] = url
