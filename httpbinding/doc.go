@@ -17,7 +17,10 @@
 // written only after the Receiver staged the message durably. When a
 // receipt reports the snapshot's set complete the Handler finalizes
 // before answering; a [Reconciler] finalizes what a crash or a failed
-// Finalize left behind, at start-up and on an interval.
+// Finalize left behind, at start-up and on an interval. An authenticated
+// GET on the same URL is answered with the receiver's capability
+// declaration (SPEC.md §11.7): protocol v2 and the optional capabilities
+// given with [WithCapabilities].
 //
 // [NewServer] returns an http.Server hardened for the open network:
 // TLS 1.2 at least, HTTP/1.1 only, read-header, read, write and idle
@@ -40,12 +43,17 @@
 // binding — as sourcecatalog.ErrStoreUnavailable, to be retried. With
 // [WithRequestCompression], for a receiver that declared request_gzip, it
 // sends each body gzipped when that is shorter (SPEC.md §11.1).
+// [Client.Declaration] reads the receiver's capability declaration
+// (SPEC.md §11.7), and a [Gate] built on it is the outbox.Publisher's
+// capability gate in auto mode: open only while the receiver declares v2.
 //
 // # Security considerations
 //
 // A vessel's credentials authenticate only that vessel: the Receiver
 // refuses a message naming another vessel (403 foreign_vessel) before
-// staging anything, and the binding offers no way to read. Client
+// staging anything, and the binding offers no way to read a vessel's
+// data (a GET reads the receiver's declaration only, the same for every
+// vessel). Client
 // certificates are verified by MutualTLS against the operator's CAs, for
 // client authentication and within their validity; a request whose
 // certificate fails is answered 401, like one without, its body saying

@@ -32,12 +32,14 @@ const (
 //
 // The answers, in the order the checks run:
 //
-//	405 a method other than POST (Allow: POST; plain text)
+//	405 a method other than POST and GET (Allow: GET, POST; plain text)
 //	401 an Authorization header on a connection without TLS, whatever the
 //	    Authenticator (InsecureNoAuth included; WWW-Authenticate: Bearer
 //	    with error="invalid_token"), or the Authenticator refused
 //	    (WWW-Authenticate from a Challenger; plain text, saying why a
 //	    client certificate was refused: RefusalReason)
+//	200 a GET: the capability declaration (WithCapabilities; SPEC.md
+//	    §11.7), or 400 for a GET announcing a body, which is not read
 //	415 a Content-Type other than application/json, or several, or a
 //	    Content-Encoding other than one gzip or identity (refusal unsupported)
 //	429 the vessel has its limit of requests in flight (refusal store_unavailable; Retry-After)
@@ -81,6 +83,7 @@ type Handler struct {
 	retryAfter      time.Duration
 	receiveTimeout  time.Duration
 	finalizeTimeout time.Duration
+	declaration     []byte // the canonical bytes a GET is answered with
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -131,6 +134,9 @@ func NewHandler(recv *finalize.Receiver, auth Authenticator, opts ...HandlerOpti
 	for _, o := range opts {
 		o(h)
 	}
+	if h.declaration == nil {
+		h.declaration = defaultDeclaration
+	}
 	if h.observe == nil {
 		h.observe = func(Event) {}
 	}
@@ -151,8 +157,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if len(r.TransferEncoding) > 0 {
 		ev.hangUp = true
 	}
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
+	if r.Method != http.MethodPost && r.Method != http.MethodGet {
+		w.Header().Set("Allow", allowedMethods)
 		h.plain(w, ev, http.StatusMethodNotAllowed, OutcomeMethodNotAllowed, nil)
 		return
 	}
@@ -172,6 +178,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ev.Vessel = origin.VesselID
+	if r.Method == http.MethodGet {
+		h.declare(w, r, ev)
+		return
+	}
 	if ct := r.Header.Values("Content-Type"); len(ct) != 1 || !isJSON(ct[0]) {
 		h.refuseUnread(w, ev, http.StatusUnsupportedMediaType, sourcecatalog.Errorf(sourcecatalog.ErrUnsupported, "the request must be application/json, with one Content-Type"))
 		return
