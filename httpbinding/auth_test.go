@@ -67,7 +67,7 @@ func TestMutualTLSCannotActForAnotherVessel(t *testing.T) {
 	// of any vessel; another method is 405.
 	a := r.post(t, &certA, http.MethodGet, nil, nil)
 	assert.Equal(t, http.StatusOK, a.status)
-	assert.Equal(t, `{"capabilities":[],"protocols":["yachtmemory.source-catalog.v2"]}`, string(a.body))
+	assert.Equal(t, `{"capabilities":["request_gzip"],"protocols":["yachtmemory.source-catalog.v2"]}`, string(a.body))
 	a = r.post(t, &certA, http.MethodPut, nil, nil)
 	assert.Equal(t, http.StatusMethodNotAllowed, a.status)
 	assert.Equal(t, "GET, POST", a.header.Get("Allow"))

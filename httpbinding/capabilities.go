@@ -402,13 +402,14 @@ func (g *Gate) Declared() Declaration {
 const allowedMethods = "GET, POST"
 
 // defaultDeclaration is a Handler's declaration without WithCapabilities:
-// protocol v2 and no optional capability.
-var defaultDeclaration = Declaration{Protocols: []string{ProtocolV2}}.Canonical()
+// protocol v2 and request_gzip, which every Handler accepts (SPEC.md §11.1).
+var defaultDeclaration = Declaration{Capabilities: []string{CapabilityRequestGzip}, Protocols: []string{ProtocolV2}}.Canonical()
 
-// WithCapabilities makes the Handler declare protocol v2 and the
-// optional capabilities names (SPEC.md §11.7), such as
-// CapabilityRequestGzip; by default it declares none. Declare only what
-// the server accepts. It panics, as NewHandler does for a missing
+// WithCapabilities makes the Handler declare protocol v2 and exactly the
+// optional capabilities names (SPEC.md §11.7); by default it declares
+// CapabilityRequestGzip, which every Handler accepts. Declare only what
+// the server accepts: CapabilityChunkReference only over a Receiver whose
+// store looks payloads up. It panics, as NewHandler does for a missing
 // Receiver, when the names are no declaration (NewDeclaration's error):
 // they are the server's own constants, not input.
 func WithCapabilities(names ...string) HandlerOption {

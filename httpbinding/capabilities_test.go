@@ -35,7 +35,8 @@ func TestDeclarationRoute(t *testing.T) {
 		opts []httpbinding.HandlerOption
 		want string
 	}{
-		{"default", nil, declV2},
+		{"default", nil, `{"capabilities":["request_gzip"],"protocols":["yachtmemory.source-catalog.v2"]}`},
+		{"none", []httpbinding.HandlerOption{httpbinding.WithCapabilities()}, declV2},
 		{"with capabilities", []httpbinding.HandlerOption{httpbinding.WithCapabilities(httpbinding.CapabilityRequestGzip, httpbinding.CapabilityChunkReference)}, declBoth},
 		{"one", []httpbinding.HandlerOption{httpbinding.WithCapabilities(httpbinding.CapabilityChunkReference)},
 			`{"capabilities":["chunk_reference"],"protocols":["yachtmemory.source-catalog.v2"]}`},
@@ -336,7 +337,7 @@ func TestGateAuto(t *testing.T) {
 		})
 	}
 	t.Run("unavailable, then v2", func(t *testing.T) {
-		h := httpbinding.NewHandler(finalize.NewReceiver(memstore.New()), httpbinding.InsecureNoAuth(vesselA))
+		h := httpbinding.NewHandler(finalize.NewReceiver(memstore.New()), httpbinding.InsecureNoAuth(vesselA), httpbinding.WithCapabilities())
 		var gets, posts atomic.Int32
 		ts := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.Method == http.MethodGet && gets.Add(1) <= 3 {
