@@ -40,7 +40,7 @@ func TestPublishReceiverV2Auto(t *testing.T) {
 		g.commitBoat(t)
 		r := cli(t, "", g.args(g.boat, "--receiver-v2=auto")...)
 		require.Equal(t, exitOK, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
-		assert.Contains(t, r.stdout, `receiver declaration: {"capabilities":[],"protocols":["yachtmemory.source-catalog.v2"]}`)
+		assert.Contains(t, r.stdout, `receiver declaration: {"capabilities":["request_gzip"],"protocols":["yachtmemory.source-catalog.v2"]}`)
 		assert.Contains(t, r.stdout, "3 delivered")
 		assert.Equal(t, int64(4), g.rcv.requests.Load(), "one GET, three POSTs")
 		pending, _ := outboxPending(t, g.boat, examples.VesselID)
