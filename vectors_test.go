@@ -85,7 +85,7 @@ var classNames = func() map[string]error {
 	return m
 }()
 
-var apis = []string{"transform", "record", "records", "build", "manifest", "chunk", "snapshot", "receipt", "refusal", "signalk"}
+var apis = []string{"transform", "record", "records", "build", "manifest", "chunk", "snapshot", "receipt", "refusal", "signalk", "chunkref", "resolve"}
 
 // ---------------------------------------------------------------------------
 // The vector format
@@ -161,12 +161,14 @@ var okOutputs = map[string][]string{
 	"receipt":   {"canonical-hex", "canonical-sha256", "entity-type", "chunk-index", "status", "complete"},
 	"refusal":   {"canonical-hex", "canonical-sha256", "class", "chunk-index", "record-index", "field"},
 	"signalk":   {"record-count", "document-sha256", "canonical-hex", "canonical-sha256"},
+	"chunkref":  {"canonical-hex", "canonical-sha256", "chunk-index", "payload-sha256"},
+	"resolve":   {"canonical-hex", "canonical-sha256", "record-count", "payload-sha256"},
 }
 
 var (
 	buildInputs    = []string{"vessel", "snapshot", "revision", "discovered-at"}
 	buildFlags     = []string{"truncated", "pagination-uncertain"}
-	syntaxAPIs     = map[string]bool{"transform": true, "record": true, "records": true, "manifest": true, "chunk": true, "receipt": true, "refusal": true}
+	syntaxAPIs     = map[string]bool{"transform": true, "record": true, "records": true, "manifest": true, "chunk": true, "receipt": true, "refusal": true, "chunkref": true}
 	outputKeyNames = func() map[string]bool {
 		m := map[string]bool{}
 		for _, keys := range okOutputs {
@@ -332,7 +334,7 @@ func (g *golden) interpret(h map[string]string) error {
 			g.offset, g.hasOffset = n, true
 		}
 		if (g.detail != "" || g.hasOffset) && (!syntaxAPIs[g.api] || g.class != "malformed-json") {
-			return errors.New("detail and offset belong to malformed-json errors of transform, record, records, manifest, chunk, receipt and refusal")
+			return errors.New("detail and offset belong to malformed-json errors of transform, record, records, manifest, chunk, chunkref, receipt and refusal")
 		}
 		if g.api == "transform" {
 			if g.detail == "" || !g.hasOffset {
@@ -492,6 +494,10 @@ func TestVectors(t *testing.T) {
 				runRefusal(t, g)
 			case "signalk":
 				runSignalK(t, g)
+			case "chunkref":
+				runChunkRef(t, g)
+			case "resolve":
+				runResolve(t, g)
 			}
 		})
 	}

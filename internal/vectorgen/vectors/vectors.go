@@ -113,11 +113,34 @@ func Files() (map[string][]byte, error) {
 		manifestVectors, chunkVectors, snapshotVectors, settledVectors,
 		receiptVectors, refusalVectors, readingVectors, signalkVectors,
 	}
+	// Groups that own a range of numbers start at its first, whatever
+	// the groups before them number.
+	numbered := []struct {
+		first int
+		group func() ([]vector, error)
+	}{{firstChunkRef, chunkRefVectors}, {firstResolve, resolveVectors}, {firstRefusal, refRefusalVectors}}
 	var all []vector
+	var numbers []int
 	for _, g := range groups {
 		vs, err := g()
 		if err != nil {
 			return nil, err
+		}
+		for range vs {
+			numbers = append(numbers, len(numbers)+1)
+		}
+		all = append(all, vs...)
+	}
+	for _, g := range numbered {
+		vs, err := g.group()
+		if err != nil {
+			return nil, err
+		}
+		if last := numbers[len(numbers)-1]; last >= g.first {
+			return nil, fmt.Errorf("vectors up to %03d overlap a group that starts at %03d", last, g.first)
+		}
+		for i := range vs {
+			numbers = append(numbers, g.first+i)
 		}
 		all = append(all, vs...)
 	}
@@ -126,7 +149,7 @@ func Files() (map[string][]byte, error) {
 	}
 	files := make(map[string][]byte, len(all))
 	for i, v := range all {
-		name := fmt.Sprintf("%03d-%s-%s.txt", i+1, v.api, v.name)
+		name := fmt.Sprintf("%03d-%s-%s.txt", numbers[i], v.api, v.name)
 		data, err := render(v)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
@@ -275,6 +298,10 @@ func outputs(v vector) ([]field, error) {
 			}
 		}
 		return snapshotFields(s), nil
+	case apiChunkRef:
+		return chunkRefOutputs(v)
+	case apiResolve:
+		return resolveOutputs(v)
 	case apiReceipt:
 		r, err := envelope.DecodeReceipt(v.payload)
 		if err != nil {
