@@ -133,10 +133,15 @@ func decodeChunkRef(msg *message, index int, vals [6]int) (*ChunkRef, error) {
 // when they do not decode or their records' body does not have r's
 // payload_sha256, Resolve returns an error wrapping
 // sourcecatalog.ErrHashMismatch at payload_sha256, located at r's chunk,
-// and no chunk.
+// and no chunk. Bytes of a chunk of another vessel are never resolved
+// from: Resolve returns r.Unavailable() for them, whatever their
+// records, so that no answer tells one vessel what another sent.
 func (r *ChunkRef) Resolve(stored []byte) (*Chunk, error) {
 	held, err := DecodeChunk(stored)
-	if err != nil || held.payload != r.payload {
+	switch {
+	case err == nil && held.vesselID != r.vesselID:
+		return nil, r.Unavailable()
+	case err != nil || held.payload != r.payload:
 		return nil, sourcecatalog.Errorf(sourcecatalog.ErrHashMismatch,
 			"the records the receiver holds for this payload_sha256 do not have it").AtField("payload_sha256").InChunk(r.index)
 	}
@@ -154,4 +159,13 @@ func (r *ChunkRef) Resolve(stored []byte) (*Chunk, error) {
 		payload: r.payload, canon: canon[:len(canon):len(canon)], recStart: start, recEnd: end,
 		lazy: new(lazyRecords),
 	}, nil
+}
+
+// Unavailable returns the refusal of r when the receiver holds no records
+// for r's payload and vessel (SPEC.md §6.6): an error wrapping
+// sourcecatalog.ErrReferenceUnavailable at payload_sha256, located at r's
+// chunk. The sender sends the whole chunk instead.
+func (r *ChunkRef) Unavailable() error {
+	return sourcecatalog.Errorf(sourcecatalog.ErrReferenceUnavailable,
+		"no records with this payload_sha256 are held for the vessel; send the whole chunk").AtField("payload_sha256").InChunk(r.index)
 }
