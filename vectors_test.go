@@ -48,6 +48,8 @@ var errorClasses = map[string]error{
 	"integrity":        sourcecatalog.ErrIntegrity,
 	"unsupported":      sourcecatalog.ErrUnsupported,
 	"incomplete-scan":  sourcecatalog.ErrIncompleteScan,
+	// A resolve vector's (SPEC.md §6.6).
+	"reference-unavailable": sourcecatalog.ErrReferenceUnavailable,
 }
 
 // allClasses are every class sentinel: an error wraps exactly one.
@@ -57,7 +59,7 @@ var allClasses = []error{
 	sourcecatalog.ErrHashMismatch, sourcecatalog.ErrIntegrity, sourcecatalog.ErrUnsupported,
 	sourcecatalog.ErrIncompleteScan, sourcecatalog.ErrForeignVessel, sourcecatalog.ErrUnregisteredVessel,
 	sourcecatalog.ErrConflict, sourcecatalog.ErrRevisionConflict, sourcecatalog.ErrStagingExhausted,
-	sourcecatalog.ErrStoreUnavailable,
+	sourcecatalog.ErrReferenceUnavailable, sourcecatalog.ErrStoreUnavailable,
 }
 
 // syntaxDetails maps the detail names to package canonical's sentinels.

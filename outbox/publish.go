@@ -111,11 +111,11 @@ type Pass struct {
 	// lost on the way back, or another outbox with the same bytes).
 	AlreadyReceived int
 	Failed          int // sends that failed and stay pending
+	Remaining       int // entries of this pass still pending (failed or not attempted)
 	// Referenced counts the entries sent as a chunk reference
 	// (WithChunkReferences), and SentWhole those of them the receiver
 	// could not resolve, sent whole at once in the same pass.
 	Referenced, SentWhole int
-	Remaining             int // entries of this pass still pending (failed or not attempted)
 	// Failures lists, in the order sent, each entry that the pass did not
 	// deliver and why: every failed send (Failed of them), then the entry
 	// the pass stopped at when Publish returns an error about one (a

@@ -29,7 +29,7 @@ func init() {
 		"chunkref/missing-payload-sha256", "chunkref/index-256", "chunkref/payload-uppercase", "chunkref/protocol-other",
 		"chunkref/snapshot-not-v4", "chunkref/duplicate-member",
 		"resolve/other-snapshot", "resolve/empty", "resolve/other-records", "resolve/stored-records-edited",
-		"resolve/stored-not-a-chunk",
+		"resolve/stored-not-a-chunk", "resolve/stored-other-vessel",
 	}
 	specSections["9.4"] = append(specSections["9.4"],
 		"refusal/class-reference-unavailable", "refusal/reference-unavailable-no-location",
@@ -98,6 +98,9 @@ func resolveVectors() ([]vector, error) {
 			note("stored bytes whose records were edited but whose payload_sha256 member was kept"),
 		fail(apiResolve, "stored-not-a-chunk", pair(ref, multi.manifest), "hash-mismatch").at("chunk=4 record=- field=payload_sha256").
 			note("stored bytes that do not decode as a chunk"),
+		fail(apiResolve, "stored-other-vessel", pair(ref, stored.with("vessel_id", quote(OtherVessel))), "reference-unavailable").
+			at("chunk=4 record=- field=payload_sha256").
+			note("another vessel's chunk with the same records is never resolved from: as if no records were held"),
 	}, nil
 }
 
