@@ -1,6 +1,8 @@
 package envelope
 
 import (
+	"bytes"
+	"crypto/sha256"
 	"strconv"
 
 	"github.com/google/uuid"
@@ -129,23 +131,36 @@ func decodeChunkRef(msg *message, index int, vals [6]int) (*ChunkRef, error) {
 // (SPEC.md §6.6). The chunk is exactly the one a sender would have sent
 // whole, byte for byte.
 //
-// The stored bytes are never trusted: they are decoded strictly again, and
-// when they do not decode or their records' body does not have r's
-// payload_sha256, Resolve returns an error wrapping
+// The stored bytes are never trusted: their records' body is hashed
+// again, and when stored is not a chunk's canonical bytes or its records'
+// body does not have r's payload_sha256, Resolve returns an error wrapping
 // sourcecatalog.ErrHashMismatch at payload_sha256, located at r's chunk,
-// and no chunk. Bytes of a chunk of another vessel are never resolved
-// from: Resolve returns r.Unavailable() for them, whatever their
+// and no chunk. A body with that digest is byte for byte the records the
+// sender hashed, which the receiver decoded strictly when they first
+// arrived; they are not decoded again here (Finalize decodes every staged
+// chunk, SPEC.md §8.4). Bytes of a chunk of another vessel are never
+// resolved from: Resolve returns r.Unavailable() for them, whatever their
 // records, so that no answer tells one vessel what another sent.
 func (r *ChunkRef) Resolve(stored []byte) (*Chunk, error) {
-	held, err := DecodeChunk(stored)
-	switch {
-	case err == nil && held.vesselID != r.vesselID:
-		return nil, r.Unavailable()
-	case err != nil || held.payload != r.payload:
-		return nil, sourcecatalog.Errorf(sourcecatalog.ErrHashMismatch,
+	records, vessel, ok := heldRecords(stored)
+	mismatch := func() error {
+		return sourcecatalog.Errorf(sourcecatalog.ErrHashMismatch,
 			"the records the receiver holds for this payload_sha256 do not have it").AtField("payload_sha256").InChunk(r.index)
 	}
-	records := held.canon[held.recStart:held.recEnd]
+	switch {
+	case !ok:
+		return nil, mismatch()
+	case vessel != r.vesselID:
+		return nil, r.Unavailable()
+	}
+	h := sha256.New()
+	h.Write([]byte(bodyOpen))
+	h.Write(records)
+	h.Write([]byte(bodyClose))
+	var sum canonical.Digest
+	if h.Sum(sum[:0]); sum != r.payload {
+		return nil, mismatch()
+	}
 	tail := newChunkHeader(r.vesselID, r.snapshotID, r.revision).tail
 	canon := appendRefHead(make([]byte, 0, 128+len(records)+len(tail)), r.index, r.payload)
 	canon = append(canon, `,"records":[`...)
@@ -159,6 +174,33 @@ func (r *ChunkRef) Resolve(stored []byte) (*Chunk, error) {
 		payload: r.payload, canon: canon[:len(canon):len(canon)], recStart: start, recEnd: end,
 		lazy: new(lazyRecords),
 	}, nil
+}
+
+// heldRecords finds, in the canonical bytes of a chunk, the content of
+// its records array and its vessel_id. A chunk's canonical bytes have
+// nothing but its chunk_index and payload_sha256 before the records
+// member, and nothing but its revision, snapshot_id and vessel_id, none
+// holding a "]", after it: the records array ends at the last `],"revision":`.
+// ok is false for bytes not of that form.
+func heldRecords(stored []byte) (records []byte, vessel uuid.UUID, ok bool) {
+	const (
+		open = `,"protocol":"` + sourcecatalog.Protocol + `","records":[`
+		end  = `],"revision":`
+		ves  = `","vessel_id":"`
+	)
+	i := bytes.Index(stored, []byte(open))
+	j := bytes.LastIndex(stored, []byte(end))
+	k := len(stored) - len(ves) - 36 - len(`"}`)
+	if !bytes.HasPrefix(stored, []byte(`{"chunk_index":`)) || i < 0 || j < i+len(open) || k < j ||
+		!bytes.Equal(stored[k:k+len(ves)], []byte(ves)) || !bytes.HasSuffix(stored, []byte(`"}`)) ||
+		j-(i+len(open)) > sourcecatalog.MaxChunkBody {
+		return nil, uuid.Nil, false
+	}
+	v, err := ParseUUID(string(stored[k+len(ves) : len(stored)-2]))
+	if err != nil {
+		return nil, uuid.Nil, false
+	}
+	return stored[i+len(open) : j], v, true
 }
 
 // Unavailable returns the refusal of r when the receiver holds no records

@@ -97,7 +97,7 @@ func resolveVectors() ([]vector, error) {
 		fail(apiResolve, "stored-records-edited", pair(ref, edited), "hash-mismatch").at("chunk=4 record=- field=payload_sha256").
 			note("stored bytes whose records were edited but whose payload_sha256 member was kept"),
 		fail(apiResolve, "stored-not-a-chunk", pair(ref, multi.manifest), "hash-mismatch").at("chunk=4 record=- field=payload_sha256").
-			note("stored bytes that do not decode as a chunk"),
+			note("stored bytes that are not a chunk's canonical bytes"),
 		fail(apiResolve, "stored-other-vessel", pair(ref, stored.with("vessel_id", quote(OtherVessel))), "reference-unavailable").
 			at("chunk=4 record=- field=payload_sha256").
 			note("another vessel's chunk with the same records is never resolved from: as if no records were held"),
