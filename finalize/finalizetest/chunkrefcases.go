@@ -90,6 +90,16 @@ func (e *env) staged(id uuid.UUID) ([][]byte, int64) {
 	return out, bytes
 }
 
+// refBoat is the inventory of the reference cases (several chunks), and
+// an env whose vessel activated it at revision 1.
+func refBoat(t *testing.T, newStore NewStore) (*env, inventory, *envelope.Snapshot) {
+	e := newEnv(t, newStore)
+	inv := baseInventory().withSensors("sensor", 150, "m")
+	s1 := e.build(1, inv)
+	e.activate(s1)
+	return e, inv, s1
+}
+
 // wholeChunks returns the canonical bytes of s's chunks.
 func wholeChunks(s *envelope.Snapshot) [][]byte {
 	var out [][]byte
@@ -103,10 +113,7 @@ func wholeChunks(s *envelope.Snapshot) [][]byte {
 // gets the receipts its whole chunks would, stages their bytes and counts,
 // and activates.
 func testRefSameAsWhole(t *testing.T, newStore NewStore) {
-	e := newEnv(t, newStore)
-	inv := baseInventory().withSensors("sensor", 150, "m")
-	s1 := e.build(1, inv)
-	e.activate(s1)
+	e, inv, s1 := refBoat(t, newStore)
 	s2 := e.build(2, inv)
 	if !e.requireLookup() {
 		e.refuse(refsOf(t, s2)[1], sourcecatalog.ErrReferenceUnavailable)
@@ -124,9 +131,7 @@ func testRefSameAsWhole(t *testing.T, newStore NewStore) {
 // WholeAfterRef: a reference and its whole chunk are the same message —
 // either retried after the other is already_received.
 func testRefWholeAfterRef(t *testing.T, newStore NewStore) {
-	e := newEnv(t, newStore)
-	inv := baseInventory().withSensors("sensor", 150, "m")
-	e.activate(e.build(1, inv))
+	e, inv, _ := refBoat(t, newStore)
 	if !e.requireLookup() {
 		return
 	}
@@ -148,10 +153,7 @@ func testRefWholeAfterRef(t *testing.T, newStore NewStore) {
 // reference to a snapshot finalized without it is a conflict, whether or
 // not its records are held.
 func testRefFinalized(t *testing.T, newStore NewStore) {
-	e := newEnv(t, newStore)
-	inv := baseInventory().withSensors("sensor", 150, "m")
-	s1 := e.build(1, inv)
-	e.activate(s1)
+	e, inv, s1 := refBoat(t, newStore)
 	s2 := e.build(2, inv.withSensors("probe", 40, "m"))
 	e.activate(s2)
 	// s1's chunk 1 named at s2's index 0, and at an index beyond its count.
@@ -179,10 +181,7 @@ func rebuilt(t require.TestingT, c *envelope.Chunk, snapshot uuid.UUID, revision
 // Conflict: a reference naming other records than those staged at its
 // index, or another revision, is a conflict, and stages nothing.
 func testRefConflict(t *testing.T, newStore NewStore) {
-	e := newEnv(t, newStore)
-	inv := baseInventory().withSensors("sensor", 150, "m")
-	s1 := e.build(1, inv)
-	e.activate(s1)
+	e, inv, s1 := refBoat(t, newStore)
 	if !e.requireLookup() {
 		return
 	}
@@ -216,9 +215,7 @@ func testRefUnavailable(t *testing.T, newStore NewStore) {
 // OtherVessel: another vessel's records are never resolved from; the
 // refusal is the one for records never received.
 func testRefOtherVessel(t *testing.T, newStore NewStore) {
-	e := newEnv(t, newStore)
-	inv := baseInventory().withSensors("sensor", 150, "m")
-	e.activate(e.build(1, inv))
+	e, inv, _ := refBoat(t, newStore)
 	o := envNamed(t, t.Name()+"/other", e.store)
 	s := o.build(1, inv)
 	require.Equal(t, e.build(9, inv).Chunks[1].PayloadSHA256(), s.Chunks[1].PayloadSHA256(), "fixture: the same records")
@@ -231,10 +228,7 @@ func testRefOtherVessel(t *testing.T, newStore NewStore) {
 // Discarded: a discarded snapshot's records are no longer referenced, and
 // a chunk staged from them before is a copy that outlives them.
 func testRefDiscarded(t *testing.T, newStore NewStore) {
-	e := newEnv(t, newStore)
-	inv := baseInventory().withSensors("sensor", 150, "m")
-	s1 := e.build(1, inv)
-	e.activate(s1)
+	e, inv, s1 := refBoat(t, newStore)
 	s2 := e.build(2, inv.withSensors("probe", 150, "m"))
 	e.activate(s2)
 	if !e.requireLookup() {
@@ -306,9 +300,7 @@ func (s noLookup) WithVessel(ctx context.Context, v uuid.UUID, fn func(finalize.
 // NoLookup: over a Tx that is no PayloadTx, every reference is refused
 // with the send-whole class, and nothing is staged.
 func testRefNoLookup(t *testing.T, newStore NewStore) {
-	e := newEnv(t, newStore)
-	inv := baseInventory().withSensors("sensor", 150, "m")
-	e.activate(e.build(1, inv))
+	e, inv, _ := refBoat(t, newStore)
 	n := e.over(finalize.NewReceiver(noLookup{e.store}))
 	s2 := n.build(2, inv)
 	for _, m := range refsOf(t, s2)[1:] {
@@ -320,9 +312,7 @@ func testRefNoLookup(t *testing.T, newStore NewStore) {
 // CountsFullBytes: a chunk staged from a reference counts its whole bytes
 // against the staging bounds, however small the reference.
 func testRefCountsFullBytes(t *testing.T, newStore NewStore) {
-	e := newEnv(t, newStore)
-	inv := baseInventory().withSensors("sensor", 150, "m")
-	e.activate(e.build(1, inv))
+	e, inv, _ := refBoat(t, newStore)
 	if !e.requireLookup() {
 		return
 	}
