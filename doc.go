@@ -52,11 +52,9 @@ const (
 	ChunkEntityType    = "signalk_catalog_chunk_v2"
 	// ChunkRefEntityType names the outbox entity that carries a chunk by
 	// reference (SPEC.md §6.6): a chunk's members but its records, sent
-	// only to a receiver that declared CapabilityChunkReference.
+	// only to a receiver that declared the capability chunk_reference
+	// (httpbinding.CapabilityChunkReference).
 	ChunkRefEntityType = "signalk_catalog_chunk_ref_v2"
-	// CapabilityChunkReference is the name of the capability a receiver
-	// declares when it accepts chunk references (SPEC.md §7.5).
-	CapabilityChunkReference = "chunk_reference"
 
 	// Scope and Coverage are the only accepted values of the manifest's
 	// "scope" and "inventory_coverage". Other values are a future protocol

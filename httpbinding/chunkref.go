@@ -5,7 +5,7 @@ package httpbinding
 // through finalize.Receiver.StageChunkRef. It is off by default: a
 // reference is then refused as an unknown entity type (422 unsupported at
 // entity_type). A server turning it on declares the capability
-// sourcecatalog.CapabilityChunkReference to its senders.
+// CapabilityChunkReference to its senders (WithCapabilities).
 func WithChunkReferences(on bool) HandlerOption { return func(h *Handler) { h.refs = on } }
 
 // ChunkReferences reports whether the Handler accepts chunk references,

@@ -27,7 +27,7 @@ type DeliveredTx interface {
 // reference (SPEC.md §6.6) when its outbox holds a delivered chunk of an
 // earlier revision with the same payload_sha256, which the receiver then
 // staged. It is off by default, and must stay off unless the receiver
-// declared the capability sourcecatalog.CapabilityChunkReference.
+// declared the capability chunk_reference (SPEC.md §11.7).
 func WithChunkReferences(on bool) PublisherOption { return func(p *Publisher) { p.refs = on } }
 
 // refKey names a chunk entry.

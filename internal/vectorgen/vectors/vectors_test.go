@@ -31,8 +31,8 @@ func TestFilesDeterministic(t *testing.T) {
 		numbers[name[:3]] = true
 	}
 	// Without gaps, but before a group that owns a range of numbers
-	// (firstChunkRef...), which starts at its range's first.
-	starts := map[int]bool{firstChunkRef: true, firstResolve: true, firstRefusal: true}
+	// (firstDeclaration, firstChunkRef...), which starts at its range's first.
+	starts := map[int]bool{firstDeclaration: true, firstChunkRef: true, firstResolve: true, firstRefusal: true}
 	prev := 0
 	for i := 1; i <= 999; i++ {
 		if !numbers[fmt.Sprintf("%03d", i)] {
