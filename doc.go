@@ -50,6 +50,11 @@ const (
 	// carry a manifest and a chunk.
 	ManifestEntityType = "signalk_catalog_manifest_v2"
 	ChunkEntityType    = "signalk_catalog_chunk_v2"
+	// ChunkRefEntityType names the outbox entity that carries a chunk by
+	// reference (SPEC.md §6.6): a chunk's members but its records, sent
+	// only to a receiver that declared the capability chunk_reference
+	// (httpbinding.CapabilityChunkReference).
+	ChunkRefEntityType = "signalk_catalog_chunk_ref_v2"
 
 	// Scope and Coverage are the only accepted values of the manifest's
 	// "scope" and "inventory_coverage". Other values are a future protocol

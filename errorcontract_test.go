@@ -244,6 +244,7 @@ func errorCases() map[string]errCase {
 		"ErrForeignVessel": sourcecatalog.ErrForeignVessel, "ErrUnregisteredVessel": sourcecatalog.ErrUnregisteredVessel,
 		"ErrConflict": sourcecatalog.ErrConflict, "ErrRevisionConflict": sourcecatalog.ErrRevisionConflict,
 		"ErrStagingExhausted": sourcecatalog.ErrStagingExhausted, "ErrStoreUnavailable": sourcecatalog.ErrStoreUnavailable,
+		"ErrReferenceUnavailable": sourcecatalog.ErrReferenceUnavailable,
 	} {
 		cases["sourcecatalog."+name] = value(class, class)
 	}

@@ -73,6 +73,13 @@ var (
 	ErrRevisionConflict = errors.New("revision conflict")
 	// ErrStagingExhausted: a per-vessel staging bound would be exceeded.
 	ErrStagingExhausted = errors.New("staging exhausted")
+	// ErrReferenceUnavailable: a chunk reference (SPEC.md §6.6) names a
+	// payload whose bytes the receiver does not hold for the vessel —
+	// never received, pruned, discarded, or a store that keeps no lookup
+	// by payload. Nothing changed; the sender sends the whole chunk
+	// instead. It is never a conflict: the same message, sent whole, may
+	// be staged.
+	ErrReferenceUnavailable = errors.New("reference unavailable")
 	// ErrStoreUnavailable: the store (or a transport or registry) is locked,
 	// poisoned or otherwise cannot serve the request, or the context ended
 	// first; the cause is wrapped. The operation changed nothing and may be
@@ -87,13 +94,13 @@ var (
 		ErrMalformedJSON, ErrUnknownField, ErrMissingField, ErrInvalidValue,
 		ErrLimitExceeded, ErrRecordTooLarge, ErrHashMismatch, ErrIntegrity,
 		ErrUnsupported, ErrIncompleteScan, ErrForeignVessel, ErrUnregisteredVessel,
-		ErrConflict, ErrRevisionConflict, ErrStagingExhausted, ErrStoreUnavailable,
+		ErrConflict, ErrRevisionConflict, ErrStagingExhausted, ErrReferenceUnavailable, ErrStoreUnavailable,
 	}
 	wireNames = []string{
 		"malformed_json", "unknown_field", "missing_field", "invalid_value",
 		"limit_exceeded", "record_too_large", "hash_mismatch", "integrity",
 		"unsupported", "incomplete_scan", "foreign_vessel", "unregistered_vessel",
-		"conflict", "revision_conflict", "staging_exhausted", "store_unavailable",
+		"conflict", "revision_conflict", "staging_exhausted", "reference_unavailable", "store_unavailable",
 	}
 )
 

@@ -33,9 +33,9 @@ func TestClass(t *testing.T) {
 
 func TestClasses(t *testing.T) {
 	classes := sourcecatalog.Classes()
-	require.Len(t, classes, 16)
+	require.Len(t, classes, 17)
 	assert.Equal(t, sourcecatalog.ErrMalformedJSON, classes[0], "in the order declared")
-	assert.Equal(t, sourcecatalog.ErrStoreUnavailable, classes[15], "in the order declared")
+	assert.Equal(t, sourcecatalog.ErrStoreUnavailable, classes[16], "in the order declared")
 	for i, c := range classes {
 		assert.Equal(t, c, sourcecatalog.Class(c), "class %d is its own class", i)
 		for _, d := range classes[i+1:] {
@@ -57,7 +57,8 @@ func TestWireNames(t *testing.T) {
 		sourcecatalog.ErrUnsupported: "unsupported", sourcecatalog.ErrIncompleteScan: "incomplete_scan",
 		sourcecatalog.ErrForeignVessel: "foreign_vessel", sourcecatalog.ErrUnregisteredVessel: "unregistered_vessel",
 		sourcecatalog.ErrConflict: "conflict", sourcecatalog.ErrRevisionConflict: "revision_conflict",
-		sourcecatalog.ErrStagingExhausted: "staging_exhausted", sourcecatalog.ErrStoreUnavailable: "store_unavailable",
+		sourcecatalog.ErrStagingExhausted: "staging_exhausted", sourcecatalog.ErrReferenceUnavailable: "reference_unavailable",
+		sourcecatalog.ErrStoreUnavailable: "store_unavailable",
 	}
 	classes := sourcecatalog.Classes()
 	if len(classes) != len(want) {

@@ -49,6 +49,8 @@ var errorClasses = map[string]error{
 	"integrity":        sourcecatalog.ErrIntegrity,
 	"unsupported":      sourcecatalog.ErrUnsupported,
 	"incomplete-scan":  sourcecatalog.ErrIncompleteScan,
+	// A resolve vector's (SPEC.md §6.6).
+	"reference-unavailable": sourcecatalog.ErrReferenceUnavailable,
 }
 
 // allClasses are every class sentinel: an error wraps exactly one.
@@ -58,7 +60,7 @@ var allClasses = []error{
 	sourcecatalog.ErrHashMismatch, sourcecatalog.ErrIntegrity, sourcecatalog.ErrUnsupported,
 	sourcecatalog.ErrIncompleteScan, sourcecatalog.ErrForeignVessel, sourcecatalog.ErrUnregisteredVessel,
 	sourcecatalog.ErrConflict, sourcecatalog.ErrRevisionConflict, sourcecatalog.ErrStagingExhausted,
-	sourcecatalog.ErrStoreUnavailable,
+	sourcecatalog.ErrReferenceUnavailable, sourcecatalog.ErrStoreUnavailable,
 }
 
 // syntaxDetails maps the detail names to package canonical's sentinels.
@@ -86,7 +88,7 @@ var classNames = func() map[string]error {
 	return m
 }()
 
-var apis = []string{"transform", "record", "records", "build", "manifest", "chunk", "snapshot", "receipt", "refusal", "signalk", "declaration"}
+var apis = []string{"transform", "record", "records", "build", "manifest", "chunk", "snapshot", "receipt", "refusal", "signalk", "declaration", "chunkref", "resolve"}
 
 // ---------------------------------------------------------------------------
 // The vector format
@@ -166,12 +168,14 @@ var okOutputs = map[string][]string{
 	"refusal":     {"canonical-hex", "canonical-sha256", "class", "chunk-index", "record-index", "field"},
 	"signalk":     {"record-count", "document-sha256", "canonical-hex", "canonical-sha256"},
 	"declaration": {"canonical-hex", "canonical-sha256", "v2", "capabilities", "unknown-capabilities"},
+	"chunkref":    {"canonical-hex", "canonical-sha256", "chunk-index", "payload-sha256"},
+	"resolve":     {"canonical-hex", "canonical-sha256", "record-count", "payload-sha256"},
 }
 
 var (
 	buildInputs    = []string{"vessel", "snapshot", "revision", "discovered-at"}
 	buildFlags     = []string{"truncated", "pagination-uncertain"}
-	syntaxAPIs     = map[string]bool{"transform": true, "record": true, "records": true, "manifest": true, "chunk": true, "receipt": true, "refusal": true, "declaration": true}
+	syntaxAPIs     = map[string]bool{"transform": true, "record": true, "records": true, "manifest": true, "chunk": true, "receipt": true, "refusal": true, "declaration": true, "chunkref": true}
 	outputKeyNames = func() map[string]bool {
 		m := map[string]bool{}
 		for _, keys := range okOutputs {
@@ -337,7 +341,7 @@ func (g *golden) interpret(h map[string]string) error {
 			g.offset, g.hasOffset = n, true
 		}
 		if (g.detail != "" || g.hasOffset) && (!syntaxAPIs[g.api] || g.class != "malformed-json") {
-			return errors.New("detail and offset belong to malformed-json errors of transform, record, records, manifest, chunk, receipt, refusal and declaration")
+			return errors.New("detail and offset belong to malformed-json errors of transform, record, records, manifest, chunk, chunkref, receipt, refusal and declaration")
 		}
 		if g.api == "transform" {
 			if g.detail == "" || !g.hasOffset {
@@ -503,6 +507,10 @@ func TestVectors(t *testing.T) {
 				runSignalK(t, g)
 			case "declaration":
 				runDeclaration(t, g)
+			case "chunkref":
+				runChunkRef(t, g)
+			case "resolve":
+				runResolve(t, g)
 			}
 		})
 	}

@@ -39,8 +39,8 @@ const (
 type Event struct {
 	Kind EventKind
 	// Op names the Receiver method: "ReceiveManifest", "ReceiveChunk",
-	// "Finalize", or for EventRetry the method whose transaction was
-	// retried.
+	// "ReceiveChunkRef", "Finalize", or for EventRetry the method whose
+	// transaction was retried.
 	Op string
 	// Vessel is the vessel the call was for: for EventReceive the
 	// origin's, since a refused message may name none or another.

@@ -179,52 +179,75 @@ func (r *Receiver) StageChunk(ctx context.Context, origin Origin, c *envelope.Ch
 // receiveChunk stages a decoded chunk. With an error, rc holds what the
 // chunk names; u is the usage when it staged the chunk.
 func (r *Receiver) receiveChunk(ctx context.Context, origin Origin, c *envelope.Chunk) (st Staged, u *Usage, err error) {
+	return r.stage(ctx, origin, "ReceiveChunk", c, func(context.Context, Tx) (*envelope.Chunk, error) { return c, nil })
+}
+
+// A chunkMessage is what staging reads of a chunk before it holds the
+// chunk's bytes: a whole chunk, or a reference to one (chunkref.go).
+type chunkMessage interface {
+	VesselID() uuid.UUID
+	SnapshotID() uuid.UUID
+	Revision() int64
+	Index() int
+	PayloadSHA256() canonical.Digest
+}
+
+// stage stages the chunk m names, under the rules of SPEC.md §8.2, for the
+// method op. whole returns the chunk's bytes, in the transaction, once the
+// rules say it is to be staged.
+func (r *Receiver) stage(ctx context.Context, origin Origin, op string, m chunkMessage, whole func(context.Context, Tx) (*envelope.Chunk, error)) (st Staged, u *Usage, err error) {
 	rc := &st.Receipt
 	*rc = envelope.Receipt{
 		Status: envelope.Staged, EntityType: sourcecatalog.ChunkEntityType,
-		VesselID: c.VesselID(), SnapshotID: c.SnapshotID(), Revision: c.Revision(),
-		ChunkIndex: c.Index(), Digest: c.PayloadSHA256(),
+		VesselID: m.VesselID(), SnapshotID: m.SnapshotID(), Revision: m.Revision(),
+		ChunkIndex: m.Index(), Digest: m.PayloadSHA256(),
 	}
-	if err := r.admit(ctx, origin, c.VesselID()); err != nil {
+	if err := r.admit(ctx, origin, m.VesselID()); err != nil {
 		return st, nil, err
 	}
-	size := int64(len(c.Canonical()))
-	err = r.withVessel(ctx, "ReceiveChunk", c.VesselID(), func(tx Tx) error {
+	err = r.withVessel(ctx, op, m.VesselID(), func(tx Tx) error {
 		rc.Status, rc.Complete, st.Finalized, u = envelope.Staged, false, false, nil
 		var staged Usage
-		s, err := tx.Snapshot(ctx, c.SnapshotID())
+		var c *envelope.Chunk
+		s, err := tx.Snapshot(ctx, m.SnapshotID())
 		switch {
 		case errors.Is(err, sourcecatalog.ErrNotFound):
-			s = Snapshot{ID: c.SnapshotID(), Revision: c.Revision(), State: StateStaging}
-			if staged, err = r.admitNewSnapshot(ctx, tx, size); err != nil {
+			s = Snapshot{ID: m.SnapshotID(), Revision: m.Revision(), State: StateStaging}
+			if c, err = whole(ctx, tx); err != nil {
+				return err
+			}
+			if staged, err = r.admitNewSnapshot(ctx, tx, int64(len(c.Canonical()))); err != nil {
 				return err
 			}
 		case err != nil:
 			return err
 		default:
-			old, err := tx.Chunk(ctx, s.ID, c.Index())
+			old, err := tx.Chunk(ctx, s.ID, m.Index())
 			switch {
 			case err == nil:
-				if old.Payload != c.PayloadSHA256() || s.Revision != c.Revision() {
+				if old.Payload != m.PayloadSHA256() || s.Revision != m.Revision() {
 					return conflict("other bytes were staged at this chunk index")
 				}
 				rc.Status, rc.Complete, st.Finalized = envelope.AlreadyReceived, complete(s), s.State != StateStaging
 				return nil
 			case !errors.Is(err, sourcecatalog.ErrNotFound):
 				return err
-			case s.Revision != c.Revision():
+			case s.Revision != m.Revision():
 				return conflict("the snapshot's messages disagree on the revision")
 			case s.State != StateStaging:
 				return conflict("the snapshot was finalized without this chunk")
-			case s.Manifest != nil && c.Index() >= s.ChunkCount:
+			case s.Manifest != nil && m.Index() >= s.ChunkCount:
 				return conflict("chunk_index beyond the manifest's chunk_count")
 			}
-			if staged, err = r.admitBytes(ctx, tx, size); err != nil {
+			if c, err = whole(ctx, tx); err != nil {
+				return err
+			}
+			if staged, err = r.admitBytes(ctx, tx, int64(len(c.Canonical()))); err != nil {
 				return err
 			}
 		}
 		s.ChunksStaged++
-		s.StagedBytes += size
+		s.StagedBytes += int64(len(c.Canonical()))
 		rc.Complete, u = complete(s), &staged
 		if err := tx.PutChunk(ctx, StagedChunk{Snapshot: s.ID, Index: c.Index(), Canonical: c.Canonical(), Payload: c.PayloadSHA256()}); err != nil {
 			return err

@@ -84,6 +84,7 @@ type Handler struct {
 	receiveTimeout  time.Duration
 	finalizeTimeout time.Duration
 	declaration     []byte // the canonical bytes a GET is answered with
+	refs            bool   // chunk references accepted (chunkref.go)
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -244,17 +245,20 @@ func readBody(w http.ResponseWriter, r *http.Request, gzipped bool) ([]byte, err
 // Check is refused as ErrStoreUnavailable: no answer claims what the store
 // did not make.
 func (h *Handler) receive(ctx context.Context, origin finalize.Origin, body []byte, ev *Event) (finalize.Staged, error) {
-	req, err := decodeRequest(body)
+	req, err := decodeRequest(body, h.refs)
 	if err != nil {
 		return finalize.Staged{}, err
 	}
 	ev.EntityType = req.entityType
 	var chunk *envelope.Chunk
-	if ev.Snapshot, chunk, err = req.checkKey(); err != nil {
+	var ref *envelope.ChunkRef
+	if ev.Snapshot, chunk, ref, err = req.checkKey(); err != nil {
 		return finalize.Staged{}, err
 	}
 	var st finalize.Staged
-	if chunk != nil {
+	if ref != nil {
+		st, err = h.recv.StageChunkRef(ctx, origin, ref)
+	} else if chunk != nil {
 		st, err = h.recv.StageChunk(ctx, origin, chunk)
 	} else {
 		st, err = h.recv.StageManifest(ctx, origin, req.payload)

@@ -77,6 +77,7 @@ func TestStatusOf(t *testing.T) {
 		"limit_exceeded": 422, "record_too_large": 422, "hash_mismatch": 422, "integrity": 422,
 		"unsupported": 422, "incomplete_scan": 422, "foreign_vessel": 403, "unregistered_vessel": 403,
 		"conflict": 409, "revision_conflict": 409, "staging_exhausted": 503, "store_unavailable": 503,
+		"reference_unavailable": 422,
 	}
 	for _, c := range sourcecatalog.Classes() {
 		assert.Equal(t, want[sourcecatalog.WireName(c)], httpbinding.StatusOf(c), sourcecatalog.WireName(c))

@@ -36,8 +36,9 @@ var wrapperFields = []string{"entity_key", "entity_type", "payload"}
 // (ErrMalformedJSON); not an object (ErrInvalidValue); an unknown
 // (ErrUnknownField) or missing (ErrMissingField) member in canonical name
 // order; a member that is not a string (ErrInvalidValue at it); an entity
-// type other than the two v2 types (ErrUnsupported at entity_type).
-func decodeRequest(body []byte) (request, error) {
+// type other than the v2 types (ErrUnsupported at entity_type), the chunk
+// reference type among them unless refs (SPEC.md §6.6).
+func decodeRequest(body []byte, refs bool) (request, error) {
 	v, err := canonical.Parse(body)
 	if err != nil {
 		return request{}, sourcecatalog.Wrap(sourcecatalog.ErrMalformedJSON, err)
@@ -61,42 +62,56 @@ func decodeRequest(body []byte) (request, error) {
 		if mems[i].Value.Kind() != canonical.KindString {
 			return request{}, sourcecatalog.Errorf(sourcecatalog.ErrInvalidValue, "must be a string").AtField(name)
 		}
-		if name == "entity_type" && mems[i].Value.Str() != sourcecatalog.ManifestEntityType && mems[i].Value.Str() != sourcecatalog.ChunkEntityType {
+		if name == "entity_type" && !knownType(mems[i].Value.Str(), refs) {
 			return request{}, sourcecatalog.Errorf(sourcecatalog.ErrUnsupported, "not a v2 entity type").AtField("entity_type")
 		}
 	}
 	return request{entityKey: mems[0].Value.Str(), entityType: mems[1].Value.Str(), payload: []byte(mems[2].Value.Str())}, nil
 }
 
+// knownType reports whether a request may carry entity type t.
+func knownType(t string, refs bool) bool {
+	return t == sourcecatalog.ManifestEntityType || t == sourcecatalog.ChunkEntityType ||
+		(refs && t == sourcecatalog.ChunkRefEntityType)
+}
+
 // checkKey refuses an entity key that does not name the decoded message
 // (SPEC.md §7.3), with ErrInvalidValue at entity_key. It decodes the
 // payload to learn the message's snapshot and chunk index, reporting the
 // decoder's first problem as the Receiver would, and returns the snapshot
-// (uuid.Nil when the payload does not decode) and, for a chunk, the
-// decoded chunk, which the Receiver takes as it is. A manifest, a few
-// hundred bytes, the Receiver decodes again: it takes no manifest value,
-// which anyone can make.
-func (q request) checkKey() (uuid.UUID, *envelope.Chunk, error) {
+// (uuid.Nil when the payload does not decode) and, for a chunk or a chunk
+// reference, the decoded message, which the Receiver takes as it is. A
+// manifest, a few hundred bytes, the Receiver decodes again: it takes no
+// manifest value, which anyone can make.
+func (q request) checkKey() (uuid.UUID, *envelope.Chunk, *envelope.ChunkRef, error) {
 	var snapshot uuid.UUID
 	var want string
 	var c *envelope.Chunk
-	if q.entityType == sourcecatalog.ManifestEntityType {
+	var r *envelope.ChunkRef
+	switch q.entityType {
+	case sourcecatalog.ChunkRefEntityType:
+		var err error
+		if r, err = envelope.DecodeChunkRef(q.payload); err != nil {
+			return uuid.Nil, nil, nil, err
+		}
+		snapshot, want = r.SnapshotID(), envelope.ChunkKey(r.SnapshotID(), r.Index())
+	case sourcecatalog.ManifestEntityType:
 		m, err := envelope.DecodeManifest(q.payload)
 		if err != nil {
-			return uuid.Nil, nil, err
+			return uuid.Nil, nil, nil, err
 		}
 		snapshot, want = m.SnapshotID, envelope.ManifestKey(m.SnapshotID)
-	} else {
+	default:
 		var err error
 		if c, err = envelope.DecodeChunk(q.payload); err != nil {
-			return uuid.Nil, nil, err
+			return uuid.Nil, nil, nil, err
 		}
 		snapshot, want = c.SnapshotID(), envelope.ChunkKey(c.SnapshotID(), c.Index())
 	}
 	if q.entityKey != want {
-		return snapshot, nil, sourcecatalog.Errorf(sourcecatalog.ErrInvalidValue, "the entity key does not name the message").AtField("entity_key")
+		return snapshot, nil, nil, sourcecatalog.Errorf(sourcecatalog.ErrInvalidValue, "the entity key does not name the message").AtField("entity_key")
 	}
-	return snapshot, c, nil
+	return snapshot, c, r, nil
 }
 
 // isJSON reports whether a Content-Type header names application/json,
@@ -117,7 +132,10 @@ func isJSON(header string) bool {
 // StatusOf returns the HTTP status of a refusal of class (SPEC.md §11.3):
 // 409 for ErrConflict and ErrRevisionConflict, 403 for ErrForeignVessel
 // and ErrUnregisteredVessel, 503 for ErrStagingExhausted and
-// ErrStoreUnavailable, and 422 for every decoding and verification class.
+// ErrStoreUnavailable, and 422 for every decoding and verification class
+// and for ErrReferenceUnavailable: not 409, which a sender takes as a
+// conflict, nor 503, after which it would send the same again, nor 404,
+// which a wrong URL answers too.
 // A body over MaxRequestBody is answered 413 (ErrLimitExceeded) and a
 // request over the per-vessel concurrency limit 429
 // (ErrStoreUnavailable) instead, before anything is decoded.

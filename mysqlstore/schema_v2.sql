@@ -156,3 +156,10 @@ CREATE TABLE IF NOT EXISTS signalk_catalog_outbox_v2 (
   UNIQUE KEY by_revision (vessel_id, revision, chunk_index),
   KEY pending (vessel_id, state, revision, chunk_index)
 ) ENGINE=InnoDB;
+
+-- Chunk references (SPEC.md §6.6): the receiver finds a staged chunk of a
+-- vessel by its payload_sha256, and the sender a delivered outbox entry
+-- of a vessel by its digest (mysqlstore/chunkref.go).
+CREATE INDEX IF NOT EXISTS by_payload ON signalk_catalog_chunks_v2 (vessel_id, payload_sha256);
+
+CREATE INDEX IF NOT EXISTS by_digest ON signalk_catalog_outbox_v2 (vessel_id, digest, revision);

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/google/uuid"
 	"github.com/yachtmemory/sourcecatalog"
@@ -74,13 +75,19 @@ func (g fixedGate) Open(context.Context) (string, error) {
 }
 
 // A Publisher publishes a vessel's pending entries. It keeps no state of
-// its own besides its configuration and is safe for concurrent use.
+// its own besides its configuration and, with WithChunkReferences, the
+// chunks whose references the receiver refused (chunkref.go); it is safe
+// for concurrent use.
 type Publisher struct {
 	store     Store
 	vessel    uuid.UUID
 	transport Transport
 	gate      Gate
 	batch     int
+	refs      bool
+
+	mu    sync.Mutex
+	noRef map[refKey]bool // chunks sent whole from now on
 }
 
 // A PublisherOption configures a Publisher.
@@ -148,6 +155,10 @@ type Pass struct {
 	AlreadyReceived int
 	Failed          int // sends that failed and stay pending
 	Remaining       int // entries of this pass still pending (failed or not attempted)
+	// Referenced counts the entries sent as a chunk reference
+	// (WithChunkReferences), and SentWhole those of them the receiver
+	// could not resolve, sent whole at once in the same pass.
+	Referenced, SentWhole int
 	// Failures lists, in the order sent, each entry that the pass did not
 	// deliver and why: every failed send (Failed of them), then the entry
 	// the pass stopped at when Publish returns an error about one (a
@@ -222,9 +233,13 @@ func (p *Publisher) open(ctx context.Context) (string, error) {
 // publish is Publish past the gate.
 func (p *Publisher) publish(ctx context.Context) (Pass, error) {
 	var pending []Entry
+	var refs map[refKey]bool
 	err := p.store.WithVessel(ctx, p.vessel, func(tx Tx) error {
 		var err error
-		pending, err = tx.Pending(ctx, p.batch)
+		if pending, err = tx.Pending(ctx, p.batch); err != nil {
+			return err
+		}
+		refs, err = p.referable(ctx, tx, pending)
 		return err
 	})
 	if err != nil {
@@ -240,7 +255,7 @@ func (p *Publisher) publish(ctx context.Context) (Pass, error) {
 			return pass, err
 		}
 		pass.Sent++
-		rc, err := p.transport.Send(ctx, e)
+		rc, err := p.send(ctx, e, refs[refKey{e.SnapshotID, e.ChunkIndex}], &pass)
 		switch {
 		case errors.Is(err, sourcecatalog.ErrConflict):
 			pass.Remaining = left()
@@ -275,6 +290,7 @@ func (p *Publisher) publish(ctx context.Context) (Pass, error) {
 			pass.Remaining = left()
 			return pass, classed(err)
 		}
+		p.forget(e)
 		pass.Delivered++
 		if rc.Status == envelope.AlreadyReceived {
 			pass.AlreadyReceived++

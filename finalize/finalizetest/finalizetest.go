@@ -87,6 +87,7 @@ var groups = []suite.Group[NewStore]{
 	{"Status", statusCases},
 	{"Crash", crashCases},
 	{"Concurrency", concurrencyCases},
+	{"ChunkRef", chunkRefCases},
 }
 
 // seed returns the seed of a randomised test, logging it.
@@ -177,6 +178,9 @@ func (e *env) send(m message) (envelope.Receipt, error) {
 func (e *env) sendAs(origin finalize.Origin, m message) (envelope.Receipt, error) {
 	if m.manifest {
 		return e.r.ReceiveManifest(e.ctx, origin, m.raw)
+	}
+	if m.ref {
+		return e.r.ReceiveChunkRef(e.ctx, origin, m.raw)
 	}
 	return e.r.ReceiveChunk(e.ctx, origin, m.raw)
 }

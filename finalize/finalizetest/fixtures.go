@@ -211,6 +211,7 @@ func recordsOf(s *envelope.Snapshot) []*catalog.Record {
 type message struct {
 	name     string
 	manifest bool
+	ref      bool // a chunk reference (chunkrefcases.go)
 	raw      []byte
 	want     envelope.Receipt
 }

@@ -120,6 +120,7 @@ func Files() (map[string][]byte, error) {
 		{0, manifestVectors}, {0, chunkVectors}, {0, snapshotVectors}, {0, settledVectors},
 		{0, receiptVectors}, {0, refusalVectors}, {0, readingVectors}, {0, signalkVectors},
 		{firstDeclaration, declarationVectors},
+		{firstChunkRef, chunkRefVectors}, {firstResolve, resolveVectors}, {firstRefusal, refRefusalVectors},
 	}
 	var all []vector
 	var numbers []int
@@ -297,6 +298,10 @@ func outputs(v vector) ([]field, error) {
 			}
 		}
 		return snapshotFields(s), nil
+	case apiChunkRef:
+		return chunkRefOutputs(v)
+	case apiResolve:
+		return resolveOutputs(v)
 	case apiReceipt:
 		r, err := envelope.DecodeReceipt(v.payload)
 		if err != nil {

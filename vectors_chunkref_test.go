@@ -1,0 +1,64 @@
+package sourcecatalog_test
+
+import (
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/yachtmemory/sourcecatalog/canonical"
+	"github.com/yachtmemory/sourcecatalog/envelope"
+)
+
+// runChunkRef runs a chunkref vector (SPEC.md §6.6): the reference decodes
+// to its canonical bytes, and again to itself.
+func runChunkRef(t *testing.T, g *golden) {
+	r, err := envelope.DecodeChunkRef(g.payload)
+	if !g.ok {
+		checkError(t, g, err)
+		checkTransformAgrees(t, g)
+		return
+	}
+	require.NoError(t, err)
+	checkCanonical(t, g, r.Canonical())
+	assert.Equal(t, g.fields["chunk-index"], strconv.Itoa(r.Index()), "chunk-index")
+	assert.Equal(t, g.fields["payload-sha256"], r.PayloadSHA256().String(), "payload-sha256")
+	out, err := canonical.Transform(g.payload)
+	require.NoError(t, err)
+	assert.Equal(t, string(out), string(r.Canonical()), "the reference's canonical bytes are the RFC 8785 form of its text")
+	again, err := envelope.DecodeChunkRef(r.Canonical())
+	require.NoError(t, err)
+	assert.Equal(t, r, again)
+}
+
+// runResolve runs a resolve vector (SPEC.md §6.6): the payload is
+// {"reference":REF,"stored":CHUNK}, the stored chunk in canonical bytes
+// as a receiver holds it; the staged chunk is the whole chunk, which
+// decodes as one.
+func runResolve(t *testing.T, g *golden) {
+	v, err := canonical.Parse(g.payload)
+	require.NoError(t, err, "a resolve payload is strict JSON")
+	mems := v.Members()
+	require.Len(t, mems, 2, `a resolve payload is {"reference":{...},"stored":{...}}`)
+	require.Equal(t, "reference", mems[0].Name)
+	require.Equal(t, "stored", mems[1].Name)
+	r, err := envelope.DecodeChunkRef(mems[0].Value.AppendCanonical(nil))
+	require.NoError(t, err, "the reference of a resolve vector decodes")
+	c, err := r.Resolve(mems[1].Value.AppendCanonical(nil))
+	if !g.ok {
+		assert.Nil(t, c)
+		checkError(t, g, err)
+		return
+	}
+	require.NoError(t, err)
+	checkCanonical(t, g, c.Canonical())
+	assert.Equal(t, g.fields["record-count"], strconv.Itoa(len(c.Records())), "record-count")
+	assert.Equal(t, g.fields["payload-sha256"], c.PayloadSHA256().String(), "payload-sha256")
+	whole, err := envelope.DecodeChunk(c.Canonical())
+	require.NoError(t, err, "the staged chunk decodes as a chunk")
+	assert.Equal(t, r.PayloadSHA256(), whole.PayloadSHA256())
+	assert.Equal(t, r.Index(), whole.Index())
+	assert.Equal(t, r.SnapshotID(), whole.SnapshotID())
+	assert.Equal(t, r.Revision(), whole.Revision())
+	assert.Equal(t, r.VesselID(), whole.VesselID())
+}
