@@ -81,7 +81,7 @@ func BenchmarkServeFleet(b *testing.B) {
 func benchFleet(b *testing.B, cfg fleetload.Config) {
 	var sum fleetload.Report
 	var p50, p99 [2]time.Duration
-	syncs := []int{0, 0}
+	syncs := []float64{0, 0}
 	for range b.N {
 		cfg.Dir = b.TempDir()
 		rep, err := fleetload.Run(context.Background(), cfg)
@@ -125,7 +125,7 @@ func benchFleet(b *testing.B, cfg fleetload.Config) {
 		b.ReportMetric(ms(p99[i])/n, p+"p99_ms")
 		b.ReportMetric(ms(r.CPU)/float64(r.Snapshots), p+"cpu_ms/snapshot")
 		if syncs != nil {
-			b.ReportMetric(float64(syncs[i])/float64(r.Messages), p+"fsyncs/message")
+			b.ReportMetric(syncs[i]/n, p+"fsyncs/message")
 		}
 	}
 	b.ReportMetric(float64(sum.PeakRSS)/(1<<20), "peak_rss_MiB")

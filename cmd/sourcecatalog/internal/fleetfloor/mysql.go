@@ -28,8 +28,9 @@ const mysqlCommon = "record, first_seen_revision, first_seen_at_sec, first_seen_
 // MySQL is the Sink, and the Inventory, of the MariaDB floor. A message
 // is one INSERT into a table of its own, committed; a snapshot's rows are
 // plain multi-row INSERTs into mysqlstore's empty inventory tables, in one
-// transaction. Every statement goes as text with its arguments written in
-// (the driver's interpolateParams): one round trip each.
+// transaction. Statements with arguments bind them, as mysqlstore's
+// writes of chunks and inventory rows do (a server-side prepare, no
+// literal to escape and parse).
 type MySQL struct {
 	db   *sql.DB
 	rows [3][]row // by kind - 1
@@ -42,8 +43,6 @@ var _ Inventory = (*MySQL)(nil)
 // table and, with records, mysqlstore's schema (mysqlstore.Migrate) for
 // their rows. The database should be empty.
 func OpenMySQL(ctx context.Context, cfg *mysql.Config, records []*catalog.Record) (*MySQL, error) {
-	cfg = cfg.Clone()
-	cfg.InterpolateParams = true
 	conn, err := mysql.NewConnector(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("fleetfloor: %w", err)

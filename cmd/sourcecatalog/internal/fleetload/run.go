@@ -57,9 +57,9 @@ type Report struct {
 	// write per message; B, A and each snapshot's inventory rows.
 	FloorA, FloorB time.Duration
 	PeakRSS        int64 // serve's VmHWM at the end, bytes
-	// Syncs are the fsync and fdatasync calls of serve in each round,
-	// counted under strace; nil when not counted.
-	Syncs []int
+	// Syncs are serve's fsync and fdatasync calls per message in each
+	// round, counted under strace; nil when not counted.
+	Syncs []float64
 }
 
 // A Round is one of serve's rounds.
@@ -295,8 +295,8 @@ func (r *run) serveRound(ctx context.Context, p *Process, i int, round []Snapsho
 }
 
 // straced runs serve's two rounds, or their first StraceVessels
-// snapshots, under strace and returns the fsyncs of each.
-func (r *run) straced(ctx context.Context) ([]int, error) {
+// snapshots, under strace and returns the fsyncs per message of each.
+func (r *run) straced(ctx context.Context) ([]float64, error) {
 	args, err := r.serveArgs(ctx)
 	if err != nil {
 		return nil, err
@@ -308,6 +308,7 @@ func (r *run) straced(ctx context.Context) ([]int, error) {
 	}
 	defer p.Kill()
 	var windows []Window
+	var messages []int
 	for i, round := range r.rounds {
 		if r.StraceVessels > 0 {
 			round = round[:min(r.StraceVessels, len(round))]
@@ -316,7 +317,7 @@ func (r *run) straced(ctx context.Context) ([]int, error) {
 		if err != nil {
 			return nil, err
 		}
-		windows = append(windows, w)
+		windows, messages = append(windows, w), append(messages, Messages(round))
 	}
 	if err := p.Stop(); err != nil {
 		return nil, err
@@ -326,7 +327,15 @@ func (r *run) straced(ctx context.Context) ([]int, error) {
 		return nil, err
 	}
 	defer f.Close()
-	return CountSyncs(f, windows)
+	counts, err := CountSyncs(f, windows)
+	if err != nil {
+		return nil, err
+	}
+	perMessage := make([]float64, len(counts))
+	for i, n := range counts {
+		perMessage[i] = float64(n) / float64(messages[i])
+	}
+	return perMessage, nil
 }
 
 // metric returns the value of series in the Prometheus text at url.
