@@ -23,7 +23,7 @@
 # The service benchmark counts SQLite's fsyncs with strace; without it
 # (installed with apt-get when root) those rows say n/a.
 #
-# About four minutes on two cores. Output of go test is kept in a temporary
+# About seven minutes on two cores (the service benchmark two or three). Output of go test is kept in a temporary
 # directory, named at the end, for the figures the table leaves out.
 set -euo pipefail
 

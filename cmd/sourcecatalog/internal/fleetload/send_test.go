@@ -6,11 +6,12 @@ import (
 	"crypto/tls"
 	"errors"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/yachtmemory/sourcecatalog/cmd/sourcecatalog/internal/fleetfloor"
 	"github.com/yachtmemory/sourcecatalog/envelope"
@@ -49,20 +50,28 @@ func TestBuildRound(t *testing.T) {
 	}
 }
 
-// floorServer runs a floor Handler appending to a file behind TLS for
-// fleet and returns its URL, its CA and the file.
-func floorServer(t *testing.T, fleet []Vessel) (string, *testpki.CA, string) {
+// recorder is a Sink that keeps each body with the vessel that sent it.
+type recorder struct {
+	mu     sync.Mutex
+	bodies map[uuid.UUID][][]byte
+}
+
+func (r *recorder) Message(_ context.Context, v uuid.UUID, body []byte) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.bodies[v] = append(r.bodies[v], body)
+	return nil
+}
+
+// floorServer runs a floor Handler behind TLS for fleet and returns its
+// URL, its CA and what it received.
+func floorServer(t *testing.T, fleet []Vessel) (string, *testpki.CA, *recorder) {
 	t.Helper()
 	tokens, err := httpbinding.ParseTokens(bytes.NewReader(TokenFile(fleet)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	file := filepath.Join(t.TempDir(), "messages")
-	sink, err := fleetfloor.CreateAppendFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sink.Close() })
+	sink := &recorder{bodies: map[uuid.UUID][][]byte{}}
 	ca, err := testpki.NewCA("test")
 	if err != nil {
 		t.Fatal(err)
@@ -75,14 +84,14 @@ func floorServer(t *testing.T, fleet []Vessel) (string, *testpki.CA, string) {
 	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
-	return srv.URL + "/", ca, file
+	return srv.URL + "/", ca, sink
 }
 
 // Send delivers every message once, each vessel's in order with its own
 // token, and times each.
 func TestSend(t *testing.T) {
 	fleet := NewFleet(5)
-	url, ca, file := floorServer(t, fleet)
+	url, ca, got := floorServer(t, fleet)
 	round, err := BuildRound(fleet, 1, at, examples.Scaled(300), 4)
 	if err != nil {
 		t.Fatal(err)
@@ -99,25 +108,49 @@ func TestSend(t *testing.T) {
 	if res.Snapshots != 5 || res.Messages != 20 || res.Latency.Len() != 20 || res.Elapsed <= 0 || res.Latency.Quantile(1) > res.Elapsed {
 		t.Errorf("result %+v, %d samples, max %v", res, res.Latency.Len(), res.Latency.Quantile(1))
 	}
-	got, err := os.ReadFile(file)
+	if len(got.bodies) != len(fleet) {
+		t.Errorf("messages of %d vessels, want %d", len(got.bodies), len(fleet))
+	}
+	for _, s := range round {
+		bodies := got.bodies[fleet[s.Vessel].ID] // authenticated by the vessel's token
+		if len(bodies) != len(s.Entries) {
+			t.Errorf("vessel %d: %d messages, want %d", s.Vessel, len(bodies), len(s.Entries))
+			continue
+		}
+		for i, e := range s.Entries { // in order
+			want := envelope.DefaultWrapper{}.Wrap(nil, e.EntityType, e.EntityKey, e.Payload)
+			if !bytes.Equal(bodies[i], want) {
+				t.Errorf("vessel %d: message %d is not %s", s.Vessel, i, e.EntityKey)
+			}
+		}
+	}
+}
+
+func TestCheckStaged(t *testing.T) {
+	round, err := BuildRound(NewFleet(1), 1, at, examples.Scaled(300), 4)
 	if err != nil {
 		t.Fatal(err)
 	}
-	total := 0
-	for _, s := range round {
-		last := -1 // a vessel's messages arrive in order
-		for _, e := range s.Entries {
-			body := envelope.DefaultWrapper{}.Wrap(nil, e.EntityType, e.EntityKey, e.Payload)
-			total += len(body)
-			i := bytes.Index(got, body)
-			if i < 0 || bytes.Count(got, body) != 1 || i < last {
-				t.Errorf("%s: written %d times, at %d after %d; want once, after the one before", e.EntityKey, bytes.Count(got, body), i, last)
-			}
-			last = i
+	snap := round[0]
+	for _, tc := range []struct {
+		name string
+		i    int
+		edit func(*envelope.Receipt)
+		ok   bool
+	}{
+		{"the manifest", 0, func(*envelope.Receipt) {}, true},
+		{"the last chunk, complete", 3, func(r *envelope.Receipt) { r.Complete = true }, true},
+		{"the last chunk, not complete", 3, func(*envelope.Receipt) {}, false},
+		{"a chunk before, complete", 2, func(r *envelope.Receipt) { r.Complete = true }, false},
+		{"already received", 1, func(r *envelope.Receipt) { r.Status = envelope.AlreadyReceived }, false},
+		{"another digest", 1, func(r *envelope.Receipt) { r.Digest[0] ^= 1 }, false},
+		{"another entry's", 1, func(r *envelope.Receipt) { *r = snap.Entries[2].Receipt() }, false},
+	} {
+		rc := snap.Entries[tc.i].Receipt()
+		tc.edit(&rc)
+		if err := CheckStaged(snap, tc.i, rc); (err == nil) != tc.ok {
+			t.Errorf("%s: %v, want ok %v", tc.name, err, tc.ok)
 		}
-	}
-	if len(got) != total {
-		t.Errorf("%d bytes written, want %d", len(got), total)
 	}
 }
 
