@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -84,6 +85,7 @@ func server(t *testing.T, h http.Handler) (*http.Client, string) {
 // 32,768 bytes, writes each body and, at a snapshot's last message, its
 // inventory.
 func TestHandler(t *testing.T) {
+	const json = "application/json"
 	vessel := uuid.New()
 	tokens, err := httpbinding.ParseTokens(strings.NewReader(httpbinding.TokenHash("good", vessel) + "\n"))
 	if err != nil {
@@ -102,9 +104,14 @@ func TestHandler(t *testing.T) {
 	msg := func(i int) []byte {
 		return envelope.DefaultWrapper{}.Wrap(nil, sourcecatalog.ChunkEntityType, envelope.ChunkKey(snap, i), []byte(`{"chunk":1}`))
 	}
+	other := envelope.DefaultWrapper{}.Wrap(nil, sourcecatalog.ChunkEntityType, envelope.ChunkKey(uuid.New(), 0), []byte(`{"chunk":1}`))
 	post := func(c *http.Client, url, method, token, ctype string, body []byte) int {
 		t.Helper()
-		req, err := http.NewRequest(method, url, bytes.NewReader(body))
+		var r io.Reader = bytes.NewReader(body)
+		if ctype == "chunked" { // no Content-Length: the body says how long it is
+			r, ctype = struct{ io.Reader }{r}, json
+		}
+		req, err := http.NewRequest(method, url, r)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -128,7 +135,6 @@ func TestHandler(t *testing.T) {
 		}
 		return resp.StatusCode
 	}
-	const json = "application/json"
 	for _, tc := range []struct {
 		name                 string
 		method, token, ctype string
@@ -140,6 +146,8 @@ func TestHandler(t *testing.T) {
 		{"unknown token", http.MethodPost, "bad", json, msg(0), 401},
 		{"text/plain", http.MethodPost, "good", "text/plain", msg(0), 415},
 		{"too large", http.MethodPost, "good", json, bytes.Repeat([]byte("x"), httpbinding.MaxRequestBody+1), 413},
+		{"too large, chunked", http.MethodPost, "good", "chunked", append(other, bytes.Repeat([]byte(" "), httpbinding.MaxRequestBody)...), 413},
+		{"the largest, chunked", http.MethodPost, "good", "chunked", append(other, bytes.Repeat([]byte(" "), httpbinding.MaxRequestBody-len(other))...), 200},
 		{"not a request", http.MethodPost, "good", json, []byte(`{"a":1}`), 400},
 		{"message 0", http.MethodPost, "good", json, msg(0), 200},
 		{"message 1", http.MethodPost, "good", json, msg(1), 200},
@@ -170,8 +178,8 @@ func TestHandler(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := bytes.Count(written, []byte(`{"entity_key":`)); n != 6 {
-		t.Errorf("%d messages written, want 6 (those answered 200 and the one whose inventory failed)", n)
+	if n := bytes.Count(written, []byte(`{"entity_key":`)); n != 7 {
+		t.Errorf("%d messages written, want 7 (those answered 200 and the one whose inventory failed)", n)
 	}
 }
 

@@ -58,7 +58,7 @@ func Start(name string, args []string, opts StartOptions) (*Process, error) {
 		return nil, fmt.Errorf("fleetload: %w", err)
 	}
 	p.pid = p.cmd.Process.Pid
-	addrs := make(chan [2]string, 1)
+	addrs := make(chan [2]string, 2) // both lines, however soon they come
 	go p.read(stderr, addrs)
 	go func() {
 		p.err = p.cmd.Wait()
@@ -123,10 +123,7 @@ func (p *Process) read(r io.Reader, addrs chan<- [2]string) {
 		var m struct{ Msg, Addr string }
 		if json.Unmarshal([]byte(line), &m) == nil && (m.Msg == "listening" || m.Msg == "admin listening") && m.Addr != "" {
 			sent++
-			select {
-			case addrs <- [2]string{m.Msg, m.Addr}:
-			default:
-			}
+			addrs <- [2]string{m.Msg, m.Addr} // never blocks: room for two
 		}
 	}
 	io.Copy(io.Discard, r) // a line over 1 MiB: keep the pipe flowing
