@@ -161,7 +161,7 @@ func (p *Process) Log() string {
 // exit; after 30 seconds it kills it. It returns an error unless the
 // process exited with status 0.
 func (p *Process) Stop() error {
-	if err := syscall.Kill(p.pid, syscall.SIGTERM); err != nil {
+	if err := p.signal(syscall.SIGTERM); err != nil {
 		return fmt.Errorf("fleetload: %w", err)
 	}
 	select {
@@ -186,8 +186,20 @@ func (p *Process) Kill() {
 	default:
 	}
 	if p.pid != p.cmd.Process.Pid {
-		syscall.Kill(p.pid, syscall.SIGKILL)
+		p.signal(os.Kill)
 	}
 	p.cmd.Process.Kill()
 	<-p.done
+}
+
+// signal sends sig to the server.
+func (p *Process) signal(sig os.Signal) error {
+	if p.pid == p.cmd.Process.Pid {
+		return p.cmd.Process.Signal(sig)
+	}
+	proc, err := os.FindProcess(p.pid)
+	if err != nil {
+		return err
+	}
+	return proc.Signal(sig)
 }
