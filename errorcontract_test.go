@@ -191,6 +191,16 @@ func errorCases() map[string]errCase {
 			},
 			is: isType[*httpbinding.TLSError], class: sourcecatalog.ErrInvalidValue,
 		},
+		"httpbinding.ErrNoDeclaration": {
+			provoke: func(t *testing.T) error { return declare(t, http.StatusMethodNotAllowed, "") },
+			is:      is(httpbinding.ErrNoDeclaration), class: sourcecatalog.ErrUnsupported,
+		},
+		"httpbinding.DeclarationError": {
+			provoke: func(t *testing.T) error {
+				return declare(t, http.StatusOK, `{"capabilities":["b","a"],"protocols":["yachtmemory.source-catalog.v2"]}`)
+			},
+			is: isType[*httpbinding.DeclarationError], class: sourcecatalog.ErrUnsupported,
+		},
 
 		// Package finalize.
 		"finalize.ErrActiveSnapshot": {
@@ -422,6 +432,26 @@ func send401(t *testing.T) error {
 	require.NoError(t, err)
 	defer c.CloseIdleConnections()
 	_, err = c.Send(context.Background(), outbox.Entry{EntityType: sourcecatalog.ManifestEntityType, EntityKey: "k", Payload: []byte("{}")})
+	return err
+}
+
+// declare reads the declaration of a receiver answering a GET with
+// status and, when not empty, the JSON text body.
+func declare(t *testing.T, status int, body string) error {
+	ts := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if body != "" {
+			w.Header().Set("Content-Type", "application/json")
+		}
+		w.WriteHeader(status)
+		_, _ = io.WriteString(w, body)
+	}))
+	defer ts.Close()
+	pool := x509.NewCertPool()
+	pool.AddCert(ts.Certificate())
+	c, err := httpbinding.NewClient(ts.URL, httpbinding.WithTLSConfig(httpbinding.ClientTLSConfig(pool, nil)))
+	require.NoError(t, err)
+	defer c.CloseIdleConnections()
+	_, err = c.Declaration(context.Background())
 	return err
 }
 

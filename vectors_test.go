@@ -27,6 +27,7 @@ import (
 	"github.com/yachtmemory/sourcecatalog/canonical"
 	"github.com/yachtmemory/sourcecatalog/catalog"
 	"github.com/yachtmemory/sourcecatalog/envelope"
+	"github.com/yachtmemory/sourcecatalog/httpbinding"
 	"github.com/yachtmemory/sourcecatalog/internal/vectorgen/vectors"
 	"github.com/yachtmemory/sourcecatalog/signalk"
 )
@@ -85,7 +86,7 @@ var classNames = func() map[string]error {
 	return m
 }()
 
-var apis = []string{"transform", "record", "records", "build", "manifest", "chunk", "snapshot", "receipt", "refusal", "signalk"}
+var apis = []string{"transform", "record", "records", "build", "manifest", "chunk", "snapshot", "receipt", "refusal", "signalk", "declaration"}
 
 // ---------------------------------------------------------------------------
 // The vector format
@@ -128,6 +129,8 @@ var (
 	lowerHex   = regexp.MustCompile(`^([0-9a-f]{2})*$`)
 	count      = regexp.MustCompile(`^(0|[1-9][0-9]*)$`)
 	specRef    = regexp.MustCompile(`^[1-9][0-9]*(\.[1-9][0-9]*)?$`)
+	// declaredNames is a comma list of declared names (SPEC.md §11.7).
+	declaredNames = regexp.MustCompile(`^[a-z0-9_.-]{1,64}(,[a-z0-9_.-]{1,64})*$`)
 )
 
 // Header keys: whether they may repeat.
@@ -142,6 +145,7 @@ var headerKeys = map[string]bool{
 	"entity-type": false, "chunk-index": false, "status": false, "complete": false,
 	"class": false, "record-index": false, "field": false,
 	"selection": false, "reason": false,
+	"v2": false, "capabilities": false, "unknown-capabilities": false,
 }
 
 var snapshotOutputs = []string{
@@ -151,22 +155,23 @@ var snapshotOutputs = []string{
 
 // okOutputs lists, per api, the output keys a valid vector has: all of them.
 var okOutputs = map[string][]string{
-	"transform": {"canonical-hex", "canonical-sha256"},
-	"record":    {"canonical-hex", "canonical-sha256"},
-	"records":   {"record-count", "canonical-hex", "canonical-sha256"},
-	"build":     snapshotOutputs,
-	"manifest":  {"canonical-sha256", "chunk-count", "record-count", "document-sha256"},
-	"chunk":     {"canonical-sha256", "record-count", "payload-sha256"},
-	"snapshot":  snapshotOutputs,
-	"receipt":   {"canonical-hex", "canonical-sha256", "entity-type", "chunk-index", "status", "complete"},
-	"refusal":   {"canonical-hex", "canonical-sha256", "class", "chunk-index", "record-index", "field"},
-	"signalk":   {"record-count", "document-sha256", "canonical-hex", "canonical-sha256"},
+	"transform":   {"canonical-hex", "canonical-sha256"},
+	"record":      {"canonical-hex", "canonical-sha256"},
+	"records":     {"record-count", "canonical-hex", "canonical-sha256"},
+	"build":       snapshotOutputs,
+	"manifest":    {"canonical-sha256", "chunk-count", "record-count", "document-sha256"},
+	"chunk":       {"canonical-sha256", "record-count", "payload-sha256"},
+	"snapshot":    snapshotOutputs,
+	"receipt":     {"canonical-hex", "canonical-sha256", "entity-type", "chunk-index", "status", "complete"},
+	"refusal":     {"canonical-hex", "canonical-sha256", "class", "chunk-index", "record-index", "field"},
+	"signalk":     {"record-count", "document-sha256", "canonical-hex", "canonical-sha256"},
+	"declaration": {"canonical-hex", "canonical-sha256", "v2", "capabilities", "unknown-capabilities"},
 }
 
 var (
 	buildInputs    = []string{"vessel", "snapshot", "revision", "discovered-at"}
 	buildFlags     = []string{"truncated", "pagination-uncertain"}
-	syntaxAPIs     = map[string]bool{"transform": true, "record": true, "records": true, "manifest": true, "chunk": true, "receipt": true, "refusal": true}
+	syntaxAPIs     = map[string]bool{"transform": true, "record": true, "records": true, "manifest": true, "chunk": true, "receipt": true, "refusal": true, "declaration": true}
 	outputKeyNames = func() map[string]bool {
 		m := map[string]bool{}
 		for _, keys := range okOutputs {
@@ -332,7 +337,7 @@ func (g *golden) interpret(h map[string]string) error {
 			g.offset, g.hasOffset = n, true
 		}
 		if (g.detail != "" || g.hasOffset) && (!syntaxAPIs[g.api] || g.class != "malformed-json") {
-			return errors.New("detail and offset belong to malformed-json errors of transform, record, records, manifest, chunk, receipt and refusal")
+			return errors.New("detail and offset belong to malformed-json errors of transform, record, records, manifest, chunk, receipt, refusal and declaration")
 		}
 		if g.api == "transform" {
 			if g.detail == "" || !g.hasOffset {
@@ -380,6 +385,10 @@ func checkOutput(key, v string) error {
 		ok = v == "-" || fieldValue.MatchString(v)
 	case "class":
 		ok = classNames[v] != nil
+	case "v2":
+		ok = v == "true" || v == "false"
+	case "capabilities", "unknown-capabilities":
+		ok = v == "-" || declaredNames.MatchString(v)
 	}
 	if !ok {
 		return fmt.Errorf("bad %s %q", key, v)
@@ -492,6 +501,8 @@ func TestVectors(t *testing.T) {
 				runRefusal(t, g)
 			case "signalk":
 				runSignalK(t, g)
+			case "declaration":
+				runDeclaration(t, g)
 			}
 		})
 	}
@@ -642,6 +653,8 @@ func runTransform(t *testing.T, g *golden) {
 		_, err = envelope.DecodeReceipt(g.payload)
 		checkError(t, g, err)
 		_, err = envelope.DecodeRefusal(g.payload)
+		checkError(t, g, err)
+		_, err = httpbinding.DecodeDeclaration(g.payload)
 		checkError(t, g, err)
 	}
 }
@@ -870,6 +883,38 @@ func runRefusal(t *testing.T, g *golden) {
 	assert.Equal(t, f.Class, p[0].Class)
 	assert.Equal(t, []int{f.Chunk, f.Record}, []int{p[0].Chunk, p[0].Record}, "chunk and record of Err")
 	assert.Equal(t, f.Field, p[0].Field, "field of Err")
+}
+
+func runDeclaration(t *testing.T, g *golden) {
+	d, err := httpbinding.DecodeDeclaration(g.payload)
+	if !g.ok {
+		checkError(t, g, err)
+		checkTransformAgrees(t, g)
+		return
+	}
+	require.NoError(t, err)
+	checkCanonical(t, g, d.Canonical())
+	assert.Equal(t, g.fields["v2"], strconv.FormatBool(d.V2()), "v2")
+	names := func(list []string) string {
+		if len(list) == 0 {
+			return "-"
+		}
+		return strings.Join(list, ",")
+	}
+	assert.Equal(t, g.fields["capabilities"], names(d.Capabilities), "capabilities")
+	assert.Equal(t, g.fields["unknown-capabilities"], names(d.Unknown), "unknown-capabilities")
+	for _, c := range d.Capabilities {
+		assert.True(t, d.Has(c), "a known capability declared is supported: %s", c)
+	}
+	for _, c := range d.Unknown {
+		assert.False(t, d.Has(c), "an unknown capability is never supported: %s", c)
+	}
+	out, err := canonical.Transform(g.payload)
+	require.NoError(t, err)
+	assert.Equal(t, string(out), string(d.Canonical()), "the declaration's canonical bytes are the RFC 8785 form of its text")
+	again, err := httpbinding.DecodeDeclaration(d.Canonical())
+	require.NoError(t, err)
+	assert.Equal(t, d, again)
 }
 
 func indexText(i int) string {

@@ -23,9 +23,16 @@
 //     then is cut and the entry stays pending. A failure only an operator
 //     can mend (outbox.NeedsOperator: credentials or the vessel refused,
 //     TLS verification failed) is logged as an error and not retried until
-//     the next cycle commits; so is the capability gate, closed unless
-//     Config.Publisher declares the receiver v2-capable
-//     (outbox.WithReceiverV2).
+//     the next cycle commits; so is the capability gate (SPEC.md §7.5)
+//     while it is closed: closed unless Config.Publisher declares the
+//     receiver v2-capable (outbox.WithReceiverV2) or holds a gate that
+//     asks the receiver (outbox.WithGate with an httpbinding.Gate, which
+//     reads the receiver's capability declaration, SPEC.md §11.7). The
+//     gate is asked at every publishing step — once per committed cycle
+//     while it stays closed —, and each change of what it reports as
+//     declared is logged ("receiver declaration"); a gate that could not
+//     learn anything (the declaration unreadable for now) is asked again
+//     after a backoff within the step, like a failed pass.
 //
 // Cancelling Run's context stops the loop after the current step: a scan
 // or a publishing pass in progress is cut (a cut scan commits nothing; a
@@ -72,8 +79,9 @@ type Config struct {
 	Store      outbox.Store     // the outbox; a self-healing wrapper may stand in
 	Transport  outbox.Transport // to the receiver, such as an httpbinding.Client
 	// Publisher are the Publisher's options. The capability gate is
-	// closed unless they hold outbox.WithReceiverV2(true): cycles are
-	// then committed but nothing is sent.
+	// closed unless they hold outbox.WithReceiverV2(true), or a gate
+	// (outbox.WithGate) that opens: cycles are then committed but nothing
+	// is sent.
 	Publisher []outbox.PublisherOption
 	// Interval is the time between two scans' starts (default
 	// DefaultInterval).
@@ -138,6 +146,7 @@ type state struct {
 	commitWait time.Duration // the last wait before a commit retry
 	publish    bool          // entries may be pending and sending may help
 	lastHash   string        // the last committed cycle's document hash, or ""
+	declared   string        // what the gate last reported as declared, or ""
 }
 
 // Run runs the loop until ctx is done, then returns nil after the current
@@ -259,6 +268,7 @@ func counts(records []*catalog.Record) []any {
 // drain publishes until nothing is pending or the next step is due.
 func (a *Agent) drain(ctx context.Context, s *state) {
 	rep, err := a.publisher.Drain(ctx, outbox.DrainOptions{Backoff: a.cfg.Backoff, Until: s.due(), Clock: a.cfg.Clock})
+	a.noteDeclared(s, rep.Declared)
 	attrs := []any{"outcome", string(rep.Outcome), "passes", rep.Passes, "sent", rep.Sent, "delivered", rep.Delivered,
 		"already_received", rep.AlreadyReceived, "failed", rep.Failed}
 	if len(rep.Stopped) > 0 {
@@ -274,7 +284,8 @@ func (a *Agent) drain(ctx context.Context, s *state) {
 	switch {
 	case errors.Is(err, outbox.ErrCapabilityOff):
 		s.publish = false
-		a.log.Warn("nothing sent: the receiver is not declared v2-capable (SPEC.md §7.5); entries stay pending")
+		a.log.Warn("nothing sent: the receiver is not declared v2-capable (SPEC.md §7.5); entries stay pending",
+			"reason", err.Error())
 	case rep.Outcome == outbox.DrainFailed:
 		s.publish = false
 		msg := "publishing failed: retried after the next commit"
@@ -284,6 +295,10 @@ func (a *Agent) drain(ctx context.Context, s *state) {
 		a.log.Error(msg, append(attrs, "error", err.Error(), "class", sourcecatalog.WireName(sourcecatalog.Class(err)))...)
 	case rep.Outcome == outbox.DrainGaveUp:
 		// The next step is due, or Run is stopping: entries stay pending.
+		if rep.Passes == 0 && rep.Last != nil {
+			a.log.Warn("nothing sent: the receiver's capability declaration could not be read; asked again at the next step",
+				"last_failure", rep.Last.Error())
+		}
 		if rep.Sent > 0 {
 			a.log.Warn("published in part: entries pending", attrs...)
 		}
@@ -293,4 +308,19 @@ func (a *Agent) drain(ctx context.Context, s *state) {
 			a.log.Info("published", attrs...)
 		}
 	}
+}
+
+// noteDeclared logs what the gate reports as declared when it changed: a
+// receiver upgraded, rolled back or reconfigured. "" (nothing learnt) is
+// no change.
+func (a *Agent) noteDeclared(s *state, declared string) {
+	if declared == "" || declared == s.declared {
+		return
+	}
+	msg, attrs := "receiver declaration", []any{"declared", declared}
+	if s.declared != "" {
+		msg, attrs = "receiver declaration changed", append(attrs, "previous", s.declared)
+	}
+	s.declared = declared
+	a.log.Info(msg, attrs...)
 }

@@ -62,10 +62,15 @@ func TestMutualTLSCannotActForAnotherVessel(t *testing.T) {
 	assert.Equal(t, []int{1}, out.MissingChunks)
 	assert.Empty(t, r.events.of(httpbinding.EventFinalize), "A's request finalized nothing")
 
-	// The binding has no way to read: a GET is 405 and says nothing.
+	// The binding has no way to read a vessel's data: a GET is the
+	// receiver's capability declaration (SPEC.md §11.7) and says nothing
+	// of any vessel; another method is 405.
 	a := r.post(t, &certA, http.MethodGet, nil, nil)
+	assert.Equal(t, http.StatusOK, a.status)
+	assert.Equal(t, `{"capabilities":["request_gzip"],"protocols":["yachtmemory.source-catalog.v2"]}`, string(a.body))
+	a = r.post(t, &certA, http.MethodPut, nil, nil)
 	assert.Equal(t, http.StatusMethodNotAllowed, a.status)
-	assert.Equal(t, "POST", a.header.Get("Allow"))
+	assert.Equal(t, "GET, POST", a.header.Get("Allow"))
 	assert.NotContains(t, string(a.body), vesselB.String())
 }
 

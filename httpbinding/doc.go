@@ -10,13 +10,17 @@
 // envelope.DefaultWrapper) per POST: it authenticates the sender
 // ([Authenticator]: [MutualTLS], [Tokens], [TrustedProxy] behind an
 // ingress that authenticates, or [InsecureNoAuth] for tests),
-// reads at most [MaxRequestBody] bytes, hands the message to a
+// reads at most [MaxRequestBody] bytes — a gzip body (Content-Encoding:
+// gzip, one member) decompressed to at most as many — hands the message to a
 // finalize.Receiver and answers with the receipt (200) or the refusal
 // (SPEC.md §9), its status given by the class ([StatusOf]). A 200 is
 // written only after the Receiver staged the message durably. When a
 // receipt reports the snapshot's set complete the Handler finalizes
 // before answering; a [Reconciler] finalizes what a crash or a failed
-// Finalize left behind, at start-up and on an interval.
+// Finalize left behind, at start-up and on an interval. An authenticated
+// GET on the same URL is answered with the receiver's capability
+// declaration (SPEC.md §11.7): protocol v2 and the optional capabilities
+// given with [WithCapabilities].
 //
 // [NewServer] returns an http.Server hardened for the open network:
 // TLS 1.2 at least, HTTP/1.1 only, read-header, read, write and idle
@@ -36,13 +40,20 @@
 // error of its class (a conflict wraps sourcecatalog.ErrConflict, which
 // stops the snapshot in outbox.Publisher), and every other failure — the
 // network, a timeout, an answer lost or cut, an answer that breaks the
-// binding — as sourcecatalog.ErrStoreUnavailable, to be retried.
+// binding — as sourcecatalog.ErrStoreUnavailable, to be retried. With
+// [WithRequestCompression], for a receiver that declared request_gzip, it
+// sends each body gzipped when that is shorter (SPEC.md §11.1).
+// [Client.Declaration] reads the receiver's capability declaration
+// (SPEC.md §11.7), and a [Gate] built on it is the outbox.Publisher's
+// capability gate in auto mode: open only while the receiver declares v2.
 //
 // # Security considerations
 //
 // A vessel's credentials authenticate only that vessel: the Receiver
 // refuses a message naming another vessel (403 foreign_vessel) before
-// staging anything, and the binding offers no way to read. Client
+// staging anything, and the binding offers no way to read a vessel's
+// data (a GET reads the receiver's declaration only, the same for every
+// vessel). Client
 // certificates are verified by MutualTLS against the operator's CAs, for
 // client authentication and within their validity; a request whose
 // certificate fails is answered 401, like one without, its body saying
@@ -51,7 +62,8 @@
 // kept as SHA-256 hashes, compared in constant time, and refused over a
 // connection without TLS; so is every Authorization header on a connection
 // without TLS, whatever the Authenticator.
-// Every read is bounded: the body (32,768 bytes, the rest never
+// Every read is bounded: the body (32,768 bytes as sent and, gzipped,
+// decompressed — a zip bomb costs 32 KiB of output, not its size —, the rest never
 // interpreted, and dropped for at most 1 MiB and 2 s after an early answer
 // so that the sender can read it), the header, each phase of a connection
 // in time, the answer the Client reads (envelope.MaxAnswerSize). A

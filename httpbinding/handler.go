@@ -32,16 +32,21 @@ const (
 //
 // The answers, in the order the checks run:
 //
-//	405 a method other than POST (Allow: POST; plain text)
+//	405 a method other than POST and GET (Allow: GET, POST; plain text)
 //	401 an Authorization header on a connection without TLS, whatever the
 //	    Authenticator (InsecureNoAuth included; WWW-Authenticate: Bearer
 //	    with error="invalid_token"), or the Authenticator refused
 //	    (WWW-Authenticate from a Challenger; plain text, saying why a
 //	    client certificate was refused: RefusalReason)
-//	415 a Content-Type other than application/json, or several (refusal unsupported)
+//	200 a GET: the capability declaration (WithCapabilities; SPEC.md
+//	    §11.7), or 400 for a GET announcing a body, which is not read
+//	415 a Content-Type other than application/json, or several, or a
+//	    Content-Encoding other than one gzip or identity (refusal unsupported)
 //	429 the vessel has its limit of requests in flight (refusal store_unavailable; Retry-After)
-//	413 a body over MaxRequestBody; the rest is not read (refusal limit_exceeded)
-//	400 the body could not be read, such as a sender cut by the read timeout (plain text)
+//	413 a body over MaxRequestBody, as sent or, gzipped, decompressed; the
+//	    rest is not read or decompressed (refusal limit_exceeded)
+//	400 the body could not be read, such as a sender cut by the read
+//	    timeout, or a gzip body is not one valid member (plain text)
 //	422 the request or its message does not decode, or its entity key does not name it
 //	403 foreign_vessel, unregistered_vessel
 //	409 conflict, revision_conflict
@@ -78,6 +83,7 @@ type Handler struct {
 	retryAfter      time.Duration
 	receiveTimeout  time.Duration
 	finalizeTimeout time.Duration
+	declaration     []byte // the canonical bytes a GET is answered with
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -128,6 +134,9 @@ func NewHandler(recv *finalize.Receiver, auth Authenticator, opts ...HandlerOpti
 	for _, o := range opts {
 		o(h)
 	}
+	if h.declaration == nil {
+		h.declaration = defaultDeclaration
+	}
 	if h.observe == nil {
 		h.observe = func(Event) {}
 	}
@@ -148,8 +157,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if len(r.TransferEncoding) > 0 {
 		ev.hangUp = true
 	}
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
+	if r.Method != http.MethodPost && r.Method != http.MethodGet {
+		w.Header().Set("Allow", allowedMethods)
 		h.plain(w, ev, http.StatusMethodNotAllowed, OutcomeMethodNotAllowed, nil)
 		return
 	}
@@ -169,8 +178,17 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ev.Vessel = origin.VesselID
+	if r.Method == http.MethodGet {
+		h.declare(w, r, ev)
+		return
+	}
 	if ct := r.Header.Values("Content-Type"); len(ct) != 1 || !isJSON(ct[0]) {
 		h.refuseUnread(w, ev, http.StatusUnsupportedMediaType, sourcecatalog.Errorf(sourcecatalog.ErrUnsupported, "the request must be application/json, with one Content-Type"))
+		return
+	}
+	gzipped, ok := requestCoding(r.Header)
+	if !ok {
+		h.refuseUnread(w, ev, http.StatusUnsupportedMediaType, sourcecatalog.Errorf(sourcecatalog.ErrUnsupported, "the request's Content-Encoding must be one gzip or identity"))
 		return
 	}
 	if !h.limit.acquire(origin.VesselID) {
@@ -178,7 +196,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer h.limit.release(origin.VesselID)
-	body, err := readBody(w, r)
+	body, err := readBody(w, r, gzipped)
 	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooLarge):
@@ -203,12 +221,18 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	writeAnswer(w, http.StatusOK, rc.Canonical())
 }
 
-// readBody reads at most MaxRequestBody bytes of the body. A longer body,
-// announced or sent, is an *http.MaxBytesError, and only MaxRequestBody+1
-// bytes of it are ever read.
-func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+// readBody reads at most MaxRequestBody bytes of the body and returns the
+// wrapped request: the body, or when gzipped its decompressed bytes
+// (readGzipBody). A longer body, announced or sent, or one that decompresses to
+// more, is an *http.MaxBytesError, and only MaxRequestBody+1 bytes of it
+// are ever read or decompressed; a gzipped body that is not one valid
+// member is an error wrapping errNotGzip (SPEC.md §11.1).
+func readBody(w http.ResponseWriter, r *http.Request, gzipped bool) ([]byte, error) {
 	if r.ContentLength > MaxRequestBody {
 		return nil, &http.MaxBytesError{Limit: MaxRequestBody}
+	}
+	if gzipped {
+		return readGzipBody(http.MaxBytesReader(w, r.Body, MaxRequestBody))
 	}
 	return io.ReadAll(http.MaxBytesReader(w, r.Body, MaxRequestBody))
 }

@@ -109,6 +109,7 @@ func TestBodyCapDoesNotReadTheRest(t *testing.T) {
 	cases := []struct{ name, header, body string }{
 		{"announced 1 MiB, sent 32 KiB", head + "Content-Length: 1048576\r\n\r\n", part},
 		{"announced 32769, sent 100", head + "Content-Length: 32769\r\n\r\n", part[:100]},
+		{"gzip, announced 32769, sent 100", head + "Content-Encoding: gzip\r\nContent-Length: 32769\r\n\r\n", part[:100]},
 		{"chunked, sent 32 KiB", head + "Transfer-Encoding: chunked\r\n\r\n", fmt.Sprintf("%x\r\n%s\r\n", len(part), part)},
 	}
 	for _, tc := range cases {
@@ -190,7 +191,7 @@ func TestSlowSendersAreCut(t *testing.T) {
 	})
 }
 
-// Only POSTs of application/json are served.
+// Only POSTs of application/json are served, and GETs without a body.
 func TestMethodAndMediaType(t *testing.T) {
 	r := startRig(t, rigConfig{})
 	cert := r.ca.vessel(t, vesselA)
@@ -199,7 +200,8 @@ func TestMethodAndMediaType(t *testing.T) {
 		method, contentType string
 		status              int
 	}{
-		{http.MethodGet, "application/json", http.StatusMethodNotAllowed},
+		{http.MethodGet, "application/json", http.StatusBadRequest}, // a GET's body is never read (SPEC.md §11.7)
+		{http.MethodHead, "application/json", http.StatusMethodNotAllowed},
 		{http.MethodPut, "application/json", http.StatusMethodNotAllowed},
 		{http.MethodPost, "text/plain", http.StatusUnsupportedMediaType},
 		{http.MethodPost, "", http.StatusUnsupportedMediaType},
@@ -238,7 +240,7 @@ func TestMethodAndMediaType(t *testing.T) {
 		before := len(r.events.of(httpbinding.EventMessage))
 		got := raw(t, "OPTIONS * HTTP/1.1\r\nHost: receiver\r\nConnection: close\r\n\r\n")
 		assert.True(t, strings.HasPrefix(got, "HTTP/1.1 405 "), "%q", got)
-		assert.Contains(t, got, "\r\nAllow: POST\r\n")
+		assert.Contains(t, got, "\r\nAllow: GET, POST\r\n")
 		assert.Len(t, r.events.of(httpbinding.EventMessage), before+1, "the Handler answered it")
 	})
 	// A request framed by Transfer-Encoding is answered, and the

@@ -116,6 +116,7 @@ func earlyCases() []earlyCase {
 		{"405 PUT", http.MethodPut, json, mib, false, 16 << 10, http.StatusMethodNotAllowed},
 		{"401 no token", http.MethodPost, with("Authorization", ""), mib, false, 16 << 10, http.StatusUnauthorized},
 		{"415 text/plain", http.MethodPost, with("Content-Type", "text/plain"), mib, false, 16 << 10, http.StatusUnsupportedMediaType},
+		{"415 Content-Encoding br", http.MethodPost, with("Content-Encoding", "br"), mib, false, 16 << 10, http.StatusUnsupportedMediaType},
 		{"429 B over its limit", http.MethodPost, with("Authorization", "Bearer "+earlyTokenB), mib, false, 16 << 10, http.StatusTooManyRequests},
 		{"413 announced 32769", http.MethodPost, json, httpbinding.MaxRequestBody + 1, false, 16 << 10, http.StatusRequestEntityTooLarge},
 		{"413 announced 1 MiB", http.MethodPost, json, mib, false, 16 << 10, http.StatusRequestEntityTooLarge},

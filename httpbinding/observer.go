@@ -37,7 +37,8 @@ const (
 const (
 	OutcomeUnauthenticated  = "unauthenticated"    // 401
 	OutcomeMethodNotAllowed = "method_not_allowed" // 405
-	OutcomeBadRequest       = "bad_request"        // 400: the body could not be read
+	OutcomeBadRequest       = "bad_request"        // 400: the body could not be read, or a GET had one
+	OutcomeDeclaration      = "declaration"        // 200: the capability declaration (GET, SPEC.md §11.7)
 )
 
 // Finalize triggers.

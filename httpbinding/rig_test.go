@@ -209,7 +209,14 @@ type board struct {
 // snapshot is the cycle's id, or uuid.Nil for a fresh one.
 func commitCycle(t *testing.T, vessel, snapshot uuid.UUID, prefix string, n int) *board {
 	t.Helper()
-	c := outbox.NewCycle(vessel, time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC), records(t, prefix, n))
+	return commitRecords(t, vessel, snapshot, records(t, prefix, n))
+}
+
+// commitRecords commits a cycle of records for vessel to a fresh outbox;
+// snapshot is the cycle's id, or uuid.Nil for a fresh one.
+func commitRecords(t testing.TB, vessel, snapshot uuid.UUID, records []*catalog.Record) *board {
+	t.Helper()
+	c := outbox.NewCycle(vessel, time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC), records)
 	if snapshot != uuid.Nil {
 		c.SnapshotID = snapshot
 	}

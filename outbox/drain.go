@@ -91,6 +91,10 @@ type DrainOptions struct {
 	// OnPass, when set, is called after each pass, before the wait that
 	// may follow it, such as to print progress.
 	OnPass func(DrainPass)
+	// OnGate, when set, is called after each attempt to open the gate
+	// that failed without an answer (neither open nor ErrCapabilityOff),
+	// with its error and the wait before the next attempt.
+	OnGate func(err error, wait time.Duration)
 }
 
 // A DrainPass reports one pass of a Drain to DrainOptions.OnPass.
@@ -133,9 +137,12 @@ type DrainReport struct {
 	Failed          int // failed sends, over every pass
 	// Stopped lists the snapshots a conflict stopped, in order.
 	Stopped []uuid.UUID
-	// Last is the last failure (a failed send's cause, or a store's
-	// error), or nil.
+	// Last is the last failure (a failed send's cause, a store's error,
+	// or the gate's failed attempt), or nil.
 	Last error
+	// Declared is what the gate last reported as declared (Gate.Open),
+	// or "" when it learnt nothing.
+	Declared string
 }
 
 // Drain makes Publish passes until nothing is pending, the context ends
@@ -146,18 +153,22 @@ type DrainReport struct {
 // found nothing pending. A conflict stops its snapshot (Publish) and
 // draining goes on with the rest.
 //
+// Before the first pass Drain asks the gate (WithReceiverV2, WithGate),
+// once: a gate that answers neither open nor closed — a failed attempt
+// to read the receiver's declaration — is asked again after a wait
+// (opts.Backoff), as a failed pass is.
+//
 // The error is nil when nothing is left pending (Outcome Drained or
-// DrainStopped). Otherwise it is: ErrCapabilityOff at once, before any
-// pass, while the receiver's v2 capability is not declared; for
+// DrainStopped). Otherwise it is: the gate's error wrapping
+// ErrCapabilityOff at once, before any pass, while the receiver's v2
+// capability is not declared (DrainFailed); the gate's error for which
+// NeedsOperator holds (DrainFailed); for
 // DrainFailed, Publish's error, such as one for which NeedsOperator holds
 // (the credentials refused, TLS verification failed, the vessel refused:
 // not retried), ErrReceiptMismatch or sourcecatalog.ErrHashMismatch; for
 // DrainGaveUp, sourcecatalog.ErrStoreUnavailable wrapping the context's
 // error, or context.DeadlineExceeded when Until passed.
 func (p *Publisher) Drain(ctx context.Context, opts DrainOptions) (DrainReport, error) {
-	if !p.v2 {
-		return DrainReport{Outcome: DrainFailed}, ErrCapabilityOff
-	}
 	clock := opts.Clock
 	if clock == nil {
 		clock = SystemClock{}
@@ -183,11 +194,43 @@ func (p *Publisher) Drain(ctx context.Context, opts DrainOptions) (DrainReport, 
 	}
 	var rep DrainReport
 	var wait time.Duration
-	for {
+	sleep := func() {
+		d := wait
+		if !opts.Until.IsZero() {
+			d = min(d, opts.Until.Sub(clock.Now()))
+		}
+		clock.Sleep(ctx, d)
+	}
+	for open := false; ; {
 		if over() {
 			return gaveUp(rep)
 		}
-		pass, err := p.Publish(ctx)
+		if !open {
+			declared, err := p.open(ctx)
+			rep.Declared = declared
+			switch {
+			case err == nil:
+				open, wait = true, 0
+			case errors.Is(err, ErrCapabilityOff):
+				rep.Outcome = DrainFailed
+				return rep, err
+			case NeedsOperator(err):
+				rep.Outcome, rep.Last = DrainFailed, err
+				return rep, err
+			default:
+				rep.Last = err
+				if over() {
+					return gaveUp(rep)
+				}
+				wait = backoff.Next(wait)
+				if opts.OnGate != nil {
+					opts.OnGate(err, wait)
+				}
+				sleep()
+				continue
+			}
+		}
+		pass, err := p.publish(ctx)
 		rep.Passes++
 		rep.Sent += pass.Sent
 		rep.Delivered += pass.Delivered
@@ -235,11 +278,7 @@ func (p *Publisher) Drain(ctx context.Context, opts DrainOptions) (DrainReport, 
 			return rep, nil
 		}
 		if retry {
-			d := wait
-			if !opts.Until.IsZero() {
-				d = min(d, opts.Until.Sub(clock.Now()))
-			}
-			clock.Sleep(ctx, d)
+			sleep()
 		}
 	}
 }

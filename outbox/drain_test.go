@@ -203,7 +203,8 @@ func TestDrain(t *testing.T) {
 			} else {
 				assert.ErrorIs(t, rep.Last, tc.last)
 			}
-			rep.Stopped, rep.Last = nil, nil
+			assert.Equal(t, outbox.DeclaredByOperator, rep.Declared, "what the gate reported")
+			rep.Stopped, rep.Last, rep.Declared = nil, nil, ""
 			assert.Equal(t, tc.want, rep)
 			assert.Equal(t, tc.waits, waits(steps), "the wait after each pass")
 			var slept []time.Duration

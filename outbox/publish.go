@@ -45,13 +45,41 @@ var ErrCapabilityOff error = sourcecatalog.Errorf(sourcecatalog.ErrUnsupported,
 var ErrReceiptMismatch error = sourcecatalog.Errorf(sourcecatalog.ErrIntegrity,
 	"the receipt does not acknowledge the entry that was sent")
 
+// A Gate is the sender's capability gate (SPEC.md §7.5): Publish and
+// Drain ask it before they send anything. [WithReceiverV2] sets a gate
+// fixed by the operator; httpbinding.Gate asks the receiver's capability
+// declaration (SPEC.md §11.7).
+type Gate interface {
+	// Open returns nil when v2 entries may be sent now. An error wrapping
+	// ErrCapabilityOff means the receiver has not declared v2: nothing is
+	// sent. Any other error is a failed attempt to learn it (nothing is
+	// sent either; NeedsOperator may hold for it). declared describes,
+	// for logs, what decided — the receiver's declaration, or why there
+	// is none —, or is "" when nothing was learnt.
+	Open(ctx context.Context) (declared string, err error)
+}
+
+// fixedGate is the gate of WithReceiverV2: open or closed by the operator.
+type fixedGate bool
+
+// DeclaredByOperator is what a gate set by WithReceiverV2(true) reports
+// as declared.
+const DeclaredByOperator = "declared by the operator"
+
+func (g fixedGate) Open(context.Context) (string, error) {
+	if g {
+		return DeclaredByOperator, nil
+	}
+	return "", ErrCapabilityOff
+}
+
 // A Publisher publishes a vessel's pending entries. It keeps no state of
 // its own besides its configuration and is safe for concurrent use.
 type Publisher struct {
 	store     Store
 	vessel    uuid.UUID
 	transport Transport
-	v2        bool
+	gate      Gate
 	batch     int
 }
 
@@ -61,7 +89,22 @@ type PublisherOption func(*Publisher)
 // WithReceiverV2 declares (or withdraws) the receiver's support of protocol
 // v2. It is off by default: v2 entity types are never sent to a receiver
 // that has not declared it.
-func WithReceiverV2(declared bool) PublisherOption { return func(p *Publisher) { p.v2 = declared } }
+// The last of WithReceiverV2 and WithGate given wins.
+func WithReceiverV2(declared bool) PublisherOption {
+	return func(p *Publisher) { p.gate = fixedGate(declared) }
+}
+
+// WithGate makes the Publisher ask g before sending (SPEC.md §7.5), such
+// as an httpbinding.Gate that opens while the receiver declares v2. A nil
+// g is a closed gate. The last of WithReceiverV2 and WithGate given wins.
+func WithGate(g Gate) PublisherOption {
+	return func(p *Publisher) {
+		p.gate = g
+		if g == nil {
+			p.gate = fixedGate(false)
+		}
+	}
+}
 
 // WithBatch sets how many pending entries one Publish pass reads (default
 // 512, two maximal snapshots).
@@ -69,7 +112,7 @@ func WithBatch(n int) PublisherOption { return func(p *Publisher) { p.batch = ma
 
 // NewPublisher returns a Publisher of vessel's entries over t.
 func NewPublisher(store Store, vessel uuid.UUID, t Transport, opts ...PublisherOption) *Publisher {
-	p := &Publisher{store: store, vessel: vessel, transport: t, batch: 512}
+	p := &Publisher{store: store, vessel: vessel, transport: t, gate: fixedGate(false), batch: 512}
 	for _, o := range opts {
 		o(p)
 	}
@@ -141,8 +184,10 @@ func failure(e Entry, err error) Failure {
 // those acknowledged by a matching receipt delivered. Failed sends stay
 // pending for the next call; the Pass lists each with its class and cause.
 //
-// It returns ErrCapabilityOff, sending nothing, while the receiver's v2
-// capability is not declared. It stops and returns an error wrapping
+// It asks the gate first (WithReceiverV2, WithGate) and sends nothing
+// while it is not open: it returns the gate's error, wrapping
+// ErrCapabilityOff while the receiver's v2 capability is not declared,
+// or the gate's failed attempt (classed as a Transport's error). It stops and returns an error wrapping
 // sourcecatalog.ErrHashMismatch when an entry's bytes no longer match its
 // digest, ErrReceiptMismatch when a receipt acknowledges something else
 // (the entry stays pending), and sourcecatalog.ErrConflict when the
@@ -155,9 +200,27 @@ func failure(e Entry, err error) Failure {
 // pending. A failing store, or a context done before the pass ends, is
 // reported as sourcecatalog.ErrStoreUnavailable wrapping the cause.
 func (p *Publisher) Publish(ctx context.Context) (Pass, error) {
-	if !p.v2 {
-		return Pass{}, ErrCapabilityOff
+	if _, err := p.open(ctx); err != nil {
+		return Pass{}, err
 	}
+	return p.publish(ctx)
+}
+
+// open asks the gate, and returns its error classed, or the context's
+// when it ended meanwhile.
+func (p *Publisher) open(ctx context.Context) (string, error) {
+	declared, err := p.gate.Open(ctx)
+	if err == nil && ctx.Err() != nil {
+		err = ctx.Err()
+	}
+	if err != nil && !errors.Is(err, ErrCapabilityOff) {
+		err = classed(err)
+	}
+	return declared, err
+}
+
+// publish is Publish past the gate.
+func (p *Publisher) publish(ctx context.Context) (Pass, error) {
 	var pending []Entry
 	err := p.store.WithVessel(ctx, p.vessel, func(tx Tx) error {
 		var err error

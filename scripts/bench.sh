@@ -93,6 +93,7 @@ bench . ./finalize/ '^BenchmarkB4bActivation$' 200x
 bench . ./canonical/ '^BenchmarkCanonical$/^(canonical|indented|shuffled)$/^Transform$' 10x GOEXPERIMENT=jsonv2
 bench sqlitestore . '^BenchmarkActivation$' 1x
 bench . ./signalk/ '^BenchmarkDiscover$' 10x
+bench . ./httpbinding/ '^(BenchmarkHostileGzip|BenchmarkRequestBytes)$' 20x
 
 if [[ -z ${SOURCECATALOG_MYSQL_DSN:-} ]]; then
   if mdb_find_server >/dev/null 2>&1 || [[ $(id -u) -eq 0 ]]; then
@@ -181,6 +182,10 @@ discover sample boat vs read+Unmarshal|BenchmarkDiscover/sample|x_floor|floor|||
 discover sample boat memory vs floor|BenchmarkDiscover/sample|alloc_x_floor|ratio|||<=|3
 discover 25,600 records vs read+Unmarshal|BenchmarkDiscover/synthetic|x_floor|floor|||<=|2
 discover 25,600 records memory vs floor|BenchmarkDiscover/synthetic|alloc_x_floor|ratio|||<=|3
+gzip requests vs plain, example boat|BenchmarkRequestBytes/example|gzip_x_plain|ratio|||<=|0.25
+gzip requests vs plain, typical boat|BenchmarkRequestBytes/typical|gzip_x_plain|ratio|||<=|0.25
+zip bomb: MB allocated per request|BenchmarkHostileGzip|alloc_MB|ratio|||<=|1
+zip bomb: ms per request|BenchmarkHostileGzip|ms|ratio|||<=|50
 fleet SQLite round 1 vs floor A|BenchmarkServeFleet/sqlite|r1_x_floor_a|median|r1_ms|floor_a_ms|<=|2.5
 fleet SQLite round 2 vs floor A|BenchmarkServeFleet/sqlite|r2_x_floor_a|median|r2_ms|floor_a_ms|<=|2
 fleet SQLite round 1 vs floor B|BenchmarkServeFleet/sqlite|r1_x_floor_b|median|r1_ms|floor_b_ms||

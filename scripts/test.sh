@@ -36,9 +36,22 @@ step() { printf '\n==> %s\n' "$*"; }
 MDB_DIR=
 MDB_PID=
 GALERA_DIR=
+SK_PID=
+SK_OUT=
+# kill_tree PID: terminate PID and every process below it (npm's children).
+kill_tree() {
+  local child
+  for child in $(pgrep -P "$1" 2>/dev/null); do kill_tree "$child"; done
+  kill "$1" 2>/dev/null || true
+}
 cleanup() {
   local rc=$?
   trap - EXIT INT TERM
+  if [[ -n $SK_PID ]]; then
+    kill_tree "$SK_PID"
+    wait "$SK_PID" 2>/dev/null || true
+  fi
+  if [[ -n $SK_OUT ]]; then rm -rf "$SK_OUT"; fi
   if [[ -n $GALERA_DIR ]]; then
     step "stopping the Galera cluster"
     galera_stop "$GALERA_DIR" || rc=1
@@ -73,6 +86,26 @@ for mod in "${modules[@]}"; do
   (cd "$mod" && go mod download)
 done
 
+# Packages first, one apt-get after another (they share dpkg's lock); then
+# the signalk-server install, which is npm fetching and unpacking, runs in
+# the background while gofmt, vet, the build and the database servers'
+# start-up use the CPU. Its output is shown when the tests need it.
+if [[ -z ${SOURCECATALOG_MYSQL_DSN:-} ]]; then
+  step "installing MariaDB"
+  mdb_install
+fi
+if [[ -z ${SOURCECATALOG_GALERA_DSNS:-} ]]; then
+  step "installing Galera"
+  galera_install
+fi
+if [[ -z ${SOURCECATALOG_SIGNALK_SERVER:-} ]]; then
+  step "installing the pinned signalk-server (in the background)"
+  sk_install_node
+  SK_OUT=$(mktemp -d "${TMPDIR:-/tmp}/sourcecatalog-signalk.XXXXXX")
+  (sk_install && printf '%s\n' "$SOURCECATALOG_SIGNALK_SERVER" >"$SK_OUT/path") >"$SK_OUT/log" 2>&1 &
+  SK_PID=$!
+fi
+
 step "gofmt -l"
 # git may refuse to work (e.g. "dubious ownership" in CI); fall back to find.
 if ! gofiles=$(git ls-files -co --exclude-standard '*.go' 2>/dev/null); then
@@ -104,7 +137,6 @@ GOWORK= go build -o /dev/null ./cmd/sourcecatalog
 
 if [[ -z ${SOURCECATALOG_MYSQL_DSN:-} ]]; then
   step "provisioning throwaway MariaDB"
-  mdb_install
   MDB_DIR=$(mktemp -d "${TMPDIR:-/tmp}/sourcecatalog-test.XXXXXX")
   mdb_start "$MDB_DIR" # sets MDB_PID, exports SOURCECATALOG_MYSQL_DSN
   export SOURCECATALOG_MYSQL_DIR=$MDB_DIR
@@ -114,16 +146,24 @@ fi
 
 if [[ -z ${SOURCECATALOG_GALERA_DSNS:-} ]]; then
   step "provisioning a throwaway three-node Galera cluster"
-  galera_install
   GALERA_DIR=$(mktemp -d "${TMPDIR:-/tmp}/sourcecatalog-galera.XXXXXX")
   galera_start "$GALERA_DIR" # exports SOURCECATALOG_GALERA_DSNS and _DIR
 else
   step "using SOURCECATALOG_GALERA_DSNS from the environment"
 fi
 
-if [[ -z ${SOURCECATALOG_SIGNALK_SERVER:-} ]]; then
-  step "installing the pinned signalk-server"
-  sk_install # exports SOURCECATALOG_SIGNALK_SERVER
+if [[ -n $SK_PID ]]; then
+  step "waiting for the signalk-server install"
+  sk_rc=0
+  wait "$SK_PID" || sk_rc=$?
+  SK_PID=
+  cat "$SK_OUT/log" >&2
+  if ((sk_rc != 0)) || [[ ! -s $SK_OUT/path ]]; then
+    echo "the signalk-server install failed (exit $sk_rc)" >&2
+    exit 1
+  fi
+  SOURCECATALOG_SIGNALK_SERVER=$(<"$SK_OUT/path")
+  export SOURCECATALOG_SIGNALK_SERVER
 else
   step "using SOURCECATALOG_SIGNALK_SERVER from the environment"
 fi

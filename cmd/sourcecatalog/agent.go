@@ -15,7 +15,7 @@ var agentCommand = &command{
 	name: "agent",
 	synopsis: "--signalk URL [--signalk-token-file FILE] [--signalk-ca FILE] [--selection S] [--settle D] " +
 		"--store sqlite:FILE|mysql:DSN --vessel UUID --url URL [--ca FILE] [--cert FILE --key FILE | --token-file FILE] " +
-		"[--receiver-v2] [--timeout D] [--interval D] [--log-format text|json]",
+		"[--receiver-v2[=auto]] [--timeout D] [--interval D] [--log-format text|json]",
 	summary: "run the on-board loop: discover, commit, publish, every interval",
 	help: `Agent is the on-board controller as one long-running process (package
 agent): at start and then every --interval it reads a discovery cycle from
@@ -36,7 +36,15 @@ does) and publishes the pending entries to the receiver (as publish does).
   refuses the credentials (401) or the vessel (403), or TLS verification
   that fails, is logged as an error and tried again after the next commit.
   Without --receiver-v2 nothing is sent (SPEC.md §7.5): cycles are
-  committed and wait in the outbox, and each says so in the log.
+  committed and wait in the outbox, and each says so in the log. With
+  --receiver-v2=auto the agent reads the receiver's capability
+  declaration (a GET on --url, SPEC.md §11.7) at each cycle's publishing
+  step and sends only while it declares protocol v2: a receiver that
+  answers none (the installed v1 receiver) or a declaration that does not
+  decode keeps the gate off until a later cycle finds v2 declared. Each
+  change of the declaration is logged ("receiver declaration", then
+  "receiver declaration changed" with declared and previous); one that
+  cannot be read for now is asked again with the backoff.
 
 SIGINT or SIGTERM stops the agent after the current step: a scan or a
 request in flight is cut (nothing committed, the entry stays pending), a
@@ -60,7 +68,8 @@ Flags (each at most once), as for discover and publish:
   --key FILE                 its private key
   --token-file FILE          the vessel's bearer token, instead of --cert
   --receiver-v2              declare the receiver v2-capable: the
-                             capability gate
+                             capability gate is on
+  --receiver-v2=auto         the gate is on while the receiver declares v2
   --timeout D                bounds one request to the receiver (default 2m)
   --interval D               the time between two scans' starts (default 15m)
   --log-format F             text (default) or json: slog records on
@@ -121,7 +130,7 @@ func runAgent(e *env, c *command, args []string) int {
 	}
 	a, err := agent.New(agent.Config{
 		Vessel: pf.vessel.id, Discoverer: discoverer, Store: st.outbox, Transport: client,
-		Publisher: []outbox.PublisherOption{outbox.WithReceiverV2(pf.receiverV2.on)},
+		Publisher: []outbox.PublisherOption{pf.receiverV2.option(client)},
 		Interval:  interval.d,
 		Logger:    logger,
 	})

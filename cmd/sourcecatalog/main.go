@@ -14,7 +14,7 @@
 //	sourcecatalog serve --listen ADDR --store STORE --retain N|all --tls-cert FILE --tls-key FILE --client-ca FILE|--tokens FILE [FLAGS]
 //	sourcecatalog discover --signalk URL [--signalk-token-file FILE] [--signalk-ca FILE] [--selection S] [--settle D]
 //	sourcecatalog commit --store sqlite:FILE|mysql:DSN --vessel UUID [--snapshot UUID] [--discovered-at TIME] [--json] RECORDS_FILE|-
-//	sourcecatalog publish --store sqlite:FILE|mysql:DSN --vessel UUID --url URL [--ca FILE] [--cert FILE --key FILE | --token-file FILE] [--receiver-v2] [FLAGS]
+//	sourcecatalog publish --store sqlite:FILE|mysql:DSN --vessel UUID --url URL [--ca FILE] [--cert FILE --key FILE | --token-file FILE] [--receiver-v2[=auto]] [FLAGS]
 //	sourcecatalog agent --signalk URL [SIGNALK FLAGS] --store sqlite:FILE|mysql:DSN --vessel UUID --url URL [PUBLISH FLAGS] [--interval D] [--log-format text|json]
 //	sourcecatalog status|reconcile --store STORE [--vessel UUID] [--json]
 //	sourcecatalog discard --store STORE --vessel UUID --snapshot UUID [--json]
@@ -291,10 +291,14 @@ func (c *command) parse(e *env, fs *flag.FlagSet, args []string) ([]string, int,
 			return nil, c.usageError(e, "unknown flag %q", spelled), false
 		}
 		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
-			if hasValue {
+			// A flag with an optional value (--receiver-v2[=auto]) takes
+			// one only after =.
+			if _, optional := f.Value.(interface{ optionalValue() }); hasValue && !optional {
 				return nil, c.usageError(e, "--%s takes no value", name), false
 			}
-			value, hasValue = "true", true
+			if !hasValue {
+				value, hasValue = "true", true
+			}
 		}
 		if !hasValue {
 			if i+1 == len(args) {

@@ -21,7 +21,7 @@ import (
 
 var publishCommand = &command{
 	name:     "publish",
-	synopsis: "--store sqlite:FILE|mysql:DSN --vessel UUID --url URL [--ca FILE] [--cert FILE --key FILE | --token-file FILE] [--receiver-v2] [--timeout D] [--give-up-after D] [--json]",
+	synopsis: "--store sqlite:FILE|mysql:DSN --vessel UUID --url URL [--ca FILE] [--cert FILE --key FILE | --token-file FILE] [--receiver-v2[=auto]] [--timeout D] [--give-up-after D] [--json]",
 	summary:  "post the outbox's pending entries to a serve URL until delivered",
 	help: `Publish posts the vessel's pending outbox entries, oldest revision first and
 each snapshot's manifest before its chunks, to a receiver's URL over the
@@ -35,7 +35,14 @@ whose entries are never sent again, and publishing goes on with the rest.
 
 The capability gate (SPEC.md §7.5) is off by default: v2 entries are sent
 only with --receiver-v2, which declares that the receiver at --url
-supports protocol v2. Without it publish sends nothing and exits 1.
+supports protocol v2, or with --receiver-v2=auto, which asks the receiver
+first: a GET on --url reads its capability declaration (SPEC.md §11.7),
+and entries are sent only when it declares protocol v2. A receiver that
+answers no declaration (404, 405 or 501, as the installed v1 receiver
+does), or one that does not decode or names no v2, keeps the gate off; a
+declaration that cannot be read for now (no answer, 503, …) is asked
+again with the backoff below until --give-up-after. Without either, or
+when the receiver declares no v2, publish sends nothing and exits 1.
 
 Flags (each at most once):
   --store STORE       the outbox: sqlite:FILE or mysql:DSN, as for commit
@@ -53,6 +60,8 @@ Flags (each at most once):
                       --cert and --key. The token is never taken from the
                       command line, where other users can read it
   --receiver-v2       declare the receiver v2-capable: the capability gate
+                      is on
+  --receiver-v2=auto  the gate is on only if the receiver declares v2
   --timeout D         bounds one request: connecting, TLS, the answer
                       (a Go duration such as 30s; default 2m)
   --give-up-after D   stop retrying after D (default 10m); in-flight
@@ -76,7 +85,8 @@ before (a receipt lost on the way back); pending is counted at the end,
 or failed.
 
 Exit status: 0 when nothing is pending and no snapshot was stopped; 1
-without --receiver-v2, on give-up, when a conflict stopped a snapshot, when
+without --receiver-v2, with --receiver-v2=auto when the receiver declares
+no v2, on give-up, when a conflict stopped a snapshot, when
 the receiver refuses the credentials (401) or the vessel (403), or TLS
 verification fails (the receiver's certificate, or the receiver refusing
 the client's) — resending would not help, so these stop publish at once —,
@@ -96,7 +106,8 @@ type publishFlags struct {
 	vessel                   uuidFlag
 	endpoint                 stringFlag
 	ca, cert, key, tokenFile stringFlag
-	receiverV2, asJSON       boolFlag
+	receiverV2               gateFlag
+	asJSON                   boolFlag
 	timeout, giveUp          durationFlag
 }
 
@@ -255,18 +266,26 @@ type publishJSON struct {
 // publish drains the outbox (outbox.Publisher.Drain: passes until nothing
 // is pending, a failure retrying cannot mend, or the give-up deadline),
 // printing a line per pass, and reports.
-func publish(ctx context.Context, e *env, c *command, f *publishFlags, st *stores, client outbox.Transport) int {
-	pub := outbox.NewPublisher(st.outbox, f.vessel.id, client, outbox.WithReceiverV2(f.receiverV2.on))
+func publish(ctx context.Context, e *env, c *command, f *publishFlags, st *stores, client *httpbinding.Client) int {
+	pub := outbox.NewPublisher(st.outbox, f.vessel.id, client, f.receiverV2.option(client))
 	opts := outbox.DrainOptions{
 		Backoff: outbox.Backoff{Min: publishBackoff.min, Max: publishBackoff.max},
 		Until:   time.Now().Add(f.giveUp.d),
 	}
 	if !f.asJSON.on {
 		opts.OnPass = func(p outbox.DrainPass) { printPass(e, p) }
+		opts.OnGate = func(err error, wait time.Duration) {
+			fmt.Fprintf(e.stdout, "capability declaration not read: %v\n  retrying in %v\n", err, wait)
+		}
 	}
 	dr, err := pub.Drain(ctx, opts)
-	if errors.Is(err, outbox.ErrCapabilityOff) {
-		return c.failf(e, "the receiver is not declared v2-capable: nothing sent. Pass --receiver-v2 once the receiver at --url supports protocol v2 (SPEC.md §7.5)")
+	switch {
+	case errors.Is(err, outbox.ErrCapabilityOff) && f.receiverV2.auto:
+		return c.failf(e, "the receiver at --url declares no protocol v2 support: nothing sent. %s (SPEC.md §7.5, §11.7)", strings.TrimPrefix(err.Error(), "httpbinding: "))
+	case errors.Is(err, outbox.ErrCapabilityOff):
+		return c.failf(e, "the receiver is not declared v2-capable: nothing sent. Pass --receiver-v2 once the receiver at --url supports protocol v2, or --receiver-v2=auto to ask it (SPEC.md §7.5)")
+	case f.receiverV2.auto && dr.Declared != "" && !f.asJSON.on:
+		fmt.Fprintf(e.stdout, "receiver declaration: %s\n", dr.Declared)
 	}
 	rep := publishJSON{
 		VesselID: f.vessel.id, Result: string(dr.Outcome), Passes: dr.Passes, Sent: dr.Sent,
@@ -280,6 +299,38 @@ func publish(ctx context.Context, e *env, c *command, f *publishFlags, st *store
 		rep.Error = failureReason(err)
 	}
 	return reportPublish(ctx, e, c, st, rep, f.asJSON.on)
+}
+
+// gateFlag is --receiver-v2: absent (the gate off), bare (on: the
+// operator declares the receiver v2-capable) or =auto (on only while the
+// receiver's capability declaration names v2, SPEC.md §11.7).
+type gateFlag struct{ on, auto bool }
+
+func (f *gateFlag) String() string   { return "" }
+func (f *gateFlag) IsBoolFlag() bool { return true }
+func (f *gateFlag) optionalValue()   {}
+func (f *gateFlag) Set(s string) error {
+	if f.on || f.auto {
+		return errTwice
+	}
+	switch s {
+	case "true":
+		f.on = true
+	case "auto":
+		f.auto = true
+	default:
+		return errors.New("takes no value, or =auto")
+	}
+	return nil
+}
+
+// option returns the Publisher's gate for the flag: fixed, or asking
+// client's receiver (httpbinding.Gate).
+func (f *gateFlag) option(client *httpbinding.Client) outbox.PublisherOption {
+	if f.auto {
+		return outbox.WithGate(httpbinding.NewGate(client))
+	}
+	return outbox.WithReceiverV2(f.on)
 }
 
 // printPass prints a pass's line, and what follows it: the snapshot a

@@ -1,7 +1,8 @@
 // Package faultproxy relays TCP connections that carry the HTTP binding of
 // SPEC.md §11 over TLS 1.2 and breaks answers after their request reached
 // the server: it resets the sender's connection, cuts the answer midway,
-// or delays it. It is for tests and the demo.
+// or delays it; CutRequest cuts a request on its way instead. It is for
+// tests and the demo.
 //
 // The proxy cannot decrypt; it reads the TLS records. With TLS 1.2 every
 // handshake message travels in handshake records, so an application-data
@@ -100,6 +101,8 @@ type Counts struct {
 	Resets  int
 	Cuts    int
 	Delays  int
+	// RequestCuts are the sender's records cut by CutRequest.
+	RequestCuts int
 }
 
 // Faults is the number of answers broken or delayed.
@@ -107,7 +110,7 @@ func (c Counts) Faults() int { return c.Resets + c.Cuts + c.Delays }
 
 // Sub returns the counts since an earlier c0.
 func (c Counts) Sub(c0 Counts) Counts {
-	return Counts{c.Conns - c0.Conns, c.Answers - c0.Answers, c.Resets - c0.Resets, c.Cuts - c0.Cuts, c.Delays - c0.Delays}
+	return Counts{c.Conns - c0.Conns, c.Answers - c0.Answers, c.Resets - c0.Resets, c.Cuts - c0.Cuts, c.Delays - c0.Delays, c.RequestCuts - c0.RequestCuts}
 }
 
 // A Proxy listens on a loopback port and relays each connection to the
@@ -120,6 +123,7 @@ type Proxy struct {
 	mu     sync.Mutex
 	rng    *rand.Rand
 	armed  []Fault // the faults of the next answers, before the generator's
+	cutIn  int     // CutRequest's countdown of the sender's records, 0 for none
 	counts Counts
 	conns  map[net.Conn]bool
 	closed bool
@@ -156,6 +160,34 @@ func (p *Proxy) Arm(f Fault) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.armed = append(p.armed, f)
+}
+
+// CutRequest makes the proxy cut the record-th application-data record
+// the sender sends from now on (1 for the next): it relays the record's
+// first half and closes both connections, so that the server reads a
+// request cut short and nothing answers it. TLS splits a request into
+// records of about 1.2 KB at a connection's start, so the second record of
+// a request of a few KB falls in its body. It is not decided by the
+// generator, and a later call replaces an earlier one.
+func (p *Proxy) CutRequest(record int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cutIn = max(record, 0)
+}
+
+// cutNow counts a record of the sender's for CutRequest, reporting
+// whether to cut it.
+func (p *Proxy) cutNow() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cutIn == 0 {
+		return false
+	}
+	if p.cutIn--; p.cutIn > 0 {
+		return false
+	}
+	p.counts.RequestCuts++
+	return true
 }
 
 // Counts returns what the proxy saw and did so far.
@@ -255,7 +287,7 @@ func (p *Proxy) accept() {
 		go func() {
 			defer p.wg.Done()
 			defer p.untrack(server)
-			c.relayRequests()
+			p.relayRequests(c)
 		}()
 		go func() {
 			defer p.wg.Done()
@@ -293,14 +325,19 @@ func readRecord(r io.Reader) ([]byte, error) {
 }
 
 // relayRequests relays the sender's records to the server, noting the
-// requests.
-func (c *conn) relayRequests() {
+// requests, and cuts the one CutRequest named.
+func (p *Proxy) relayRequests(c *conn) {
 	for {
 		rec, err := readRecord(c.client)
 		if err != nil {
 			return
 		}
 		if rec[0] == recordApplicationData {
+			if p.cutNow() {
+				_, _ = c.server.Write(rec[:5+(len(rec)-5)/2])
+				c.client.Close()
+				return
+			}
 			c.asked.Store(true) // before the server can answer it
 		}
 		if _, err := c.server.Write(rec); err != nil {

@@ -204,3 +204,21 @@ func TestConfigRefused(t *testing.T) {
 		assert.Error(t, err, "%+v", cfg)
 	}
 }
+
+// CutRequest cuts the named record of the sender's and both connections:
+// the server never handles that request, the sender meets an error, and
+// the next request is relayed.
+func TestCutRequest(t *testing.T) {
+	s := startServer(t, 2)
+	p := startProxy(t, faultproxy.Config{Target: s.addr})
+	c := s.client(t, 10*time.Second)
+	_, err := post(c, p)
+	require.NoError(t, err)
+	p.CutRequest(1)
+	_, err = post(c, p)
+	require.Error(t, err)
+	_, err = post(c, p)
+	require.NoError(t, err, "only one record is cut")
+	assert.EqualValues(t, 2, s.handled.Load(), "the cut request was not handled")
+	assert.Equal(t, faultproxy.Counts{Conns: 2, Answers: 2, RequestCuts: 1}, p.Counts())
+}

@@ -124,6 +124,15 @@ var specSections = map[string][]string{
 		"refusal/field-68-bytes", "refusal/message-257-bytes", "refusal/message-not-string",
 		"refusal/values-in-name-order", "refusal/record-index-without-chunk-last"},
 
+	// 11. HTTP binding
+	"11.7": {"declaration/v2-no-capability", "declaration/both-capabilities", "declaration/unknown-names-kept",
+		"declaration/pretty-reordered", "declaration/other-protocol-only", "declaration/padded-4096-bytes",
+		"declaration/text-4097-bytes", "declaration/malformed", "declaration/duplicate-member",
+		"declaration/not-an-object", "declaration/unknown-member", "declaration/protocols-missing",
+		"declaration/capabilities-not-an-array", "declaration/name-not-a-string", "declaration/name-uppercase",
+		"declaration/name-65-bytes", "declaration/name-repeated", "declaration/names-out-of-order",
+		"declaration/capabilities-65", "declaration/protocols-empty"},
+
 	// 12. Discovery from a Signal K server
 	"12.1": {"signalk/sample-boat", "signalk/sample-boat-server-selection", "signalk/sample-boat-can-names"},
 	"12.3": {"signalk/units-and-meta", "signalk/self-bare-key", "signalk/self-names-nothing", "signalk/self-missing",

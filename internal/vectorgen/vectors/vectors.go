@@ -25,6 +25,7 @@ import (
 	"github.com/yachtmemory/sourcecatalog/canonical"
 	"github.com/yachtmemory/sourcecatalog/catalog"
 	"github.com/yachtmemory/sourcecatalog/envelope"
+	"github.com/yachtmemory/sourcecatalog/httpbinding"
 	"github.com/yachtmemory/sourcecatalog/signalk"
 )
 
@@ -40,16 +41,17 @@ const (
 
 // The APIs a vector can name.
 const (
-	apiTransform = "transform"
-	apiRecord    = "record"
-	apiRecords   = "records"
-	apiBuild     = "build"
-	apiManifest  = "manifest"
-	apiChunk     = "chunk"
-	apiSnapshot  = "snapshot"
-	apiReceipt   = "receipt"
-	apiRefusal   = "refusal"
-	apiSignalK   = "signalk"
+	apiTransform   = "transform"
+	apiRecord      = "record"
+	apiRecords     = "records"
+	apiBuild       = "build"
+	apiManifest    = "manifest"
+	apiChunk       = "chunk"
+	apiSnapshot    = "snapshot"
+	apiReceipt     = "receipt"
+	apiRefusal     = "refusal"
+	apiSignalK     = "signalk"
+	apiDeclaration = "declaration"
 )
 
 // A vector is one case of a table: its input and what is expected of it.
@@ -108,16 +110,36 @@ func fail(api, name, payload, class string) vector {
 
 // Files returns every vector file, keyed by file name.
 func Files() (map[string][]byte, error) {
-	groups := []func() ([]vector, error){
-		transformVectors, recordVectors, recordsVectors, buildVectors,
-		manifestVectors, chunkVectors, snapshotVectors, settledVectors,
-		receiptVectors, refusalVectors, readingVectors, signalkVectors,
+	// Each group follows the one before, or starts at its own first number
+	// when one is given, leaving the numbers between free.
+	groups := []struct {
+		first int
+		make  func() ([]vector, error)
+	}{
+		{0, transformVectors}, {0, recordVectors}, {0, recordsVectors}, {0, buildVectors},
+		{0, manifestVectors}, {0, chunkVectors}, {0, snapshotVectors}, {0, settledVectors},
+		{0, receiptVectors}, {0, refusalVectors}, {0, readingVectors}, {0, signalkVectors},
+		{firstDeclaration, declarationVectors},
 	}
 	var all []vector
+	var numbers []int
 	for _, g := range groups {
-		vs, err := g()
+		vs, err := g.make()
 		if err != nil {
 			return nil, err
+		}
+		next := len(numbers) + 1
+		if len(numbers) > 0 {
+			next = numbers[len(numbers)-1] + 1
+		}
+		if g.first > 0 {
+			if g.first < next {
+				return nil, fmt.Errorf("a group starting at %d overlaps the vectors before it, which end at %d", g.first, next-1)
+			}
+			next = g.first
+		}
+		for i := range vs {
+			numbers = append(numbers, next+i)
 		}
 		all = append(all, vs...)
 	}
@@ -126,7 +148,7 @@ func Files() (map[string][]byte, error) {
 	}
 	files := make(map[string][]byte, len(all))
 	for i, v := range all {
-		name := fmt.Sprintf("%03d-%s-%s.txt", i+1, v.api, v.name)
+		name := fmt.Sprintf("%03d-%s-%s.txt", numbers[i], v.api, v.name)
 		data, err := render(v)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
@@ -307,8 +329,29 @@ func outputs(v vector) ([]field, error) {
 			field{"record-index", index(f.Record)},
 			field{"field", fieldName},
 		), nil
+	case apiDeclaration:
+		d, err := httpbinding.DecodeDeclaration(v.payload)
+		if err != nil {
+			return nil, fmt.Errorf("the library rejects a valid vector: %w", err)
+		}
+		if v.hasWant && string(d.Canonical()) != v.want {
+			return nil, fmt.Errorf("the library disagrees:\n got %q\nwant %q", d.Canonical(), v.want)
+		}
+		return append(canonicalFields(d.Canonical()),
+			field{"v2", strconv.FormatBool(d.V2())},
+			field{"capabilities", nameList(d.Capabilities)},
+			field{"unknown-capabilities", nameList(d.Unknown)},
+		), nil
 	}
 	return nil, fmt.Errorf("unknown api %q", v.api)
+}
+
+// nameList writes declared names separated by commas, or "-" for none.
+func nameList(names []string) string {
+	if len(names) == 0 {
+		return "-"
+	}
+	return strings.Join(names, ",")
 }
 
 // index writes a chunk or record index, or "-" when it is absent.

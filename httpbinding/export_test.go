@@ -1,0 +1,9 @@
+package httpbinding
+
+// OnGunzip makes every gunzip of the Handler report to f how many
+// decompressed bytes it took out of its decompressor, until the returned
+// function is called. Tests that set it do not run in parallel.
+func OnGunzip(f func(n int)) (restore func()) {
+	gunzipped.Store(&f)
+	return func() { gunzipped.Store(nil) }
+}
