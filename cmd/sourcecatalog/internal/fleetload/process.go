@@ -59,8 +59,13 @@ func Start(name string, args []string, opts StartOptions) (*Process, error) {
 	}
 	p.pid = p.cmd.Process.Pid
 	addrs := make(chan [2]string, 2) // both lines, however soon they come
-	go p.read(stderr, addrs)
+	read := make(chan struct{})
 	go func() {
+		p.read(stderr, addrs)
+		close(read)
+	}()
+	go func() {
+		<-read // the log read to its end: Wait closes the pipe
 		p.err = p.cmd.Wait()
 		close(p.done)
 	}()
