@@ -3,7 +3,11 @@
 # benchmark, figure, baseline, ratio, target, met. Each ratio is the metric
 # the benchmark reports, measured against its baseline in the same run.
 #
-#   bash scripts/bench.sh [-count N]
+#   bash scripts/bench.sh [-count N] [-only WORD]
+#
+# -only WORD runs only the benchmarks whose pattern holds WORD, in any
+# case, and shows their rows: -only fleet runs the service benchmark
+# (BenchmarkServeFleet) alone, about two minutes a run on two cores.
 #
 # Environment:
 #   BENCH_COUNT              runs of each benchmark (default 1; -count wins).
@@ -16,7 +20,10 @@
 #                            the MariaDB rows say they were skipped.
 #   MARIADB_PORT             first port to try for the throwaway server
 #
-# About four minutes on two cores. Output of go test is kept in a temporary
+# The service benchmark counts SQLite's fsyncs with strace; without it
+# (installed with apt-get when root) those rows say n/a.
+#
+# About seven minutes on two cores (the service benchmark two or three). Output of go test is kept in a temporary
 # directory, named at the end, for the figures the table leaves out.
 set -euo pipefail
 
@@ -25,11 +32,14 @@ cd "$(dirname "$0")/.."
 source scripts/mariadb.sh
 
 count=${BENCH_COUNT:-1}
+only=
 while (($#)); do
   case $1 in
   -count) count=$2; shift 2 ;;
   -count=*) count=${1#-count=}; shift ;;
-  *) echo "usage: bash scripts/bench.sh [-count N]" >&2; exit 2 ;;
+  -only) only=$2; shift 2 ;;
+  -only=*) only=${1#-only=}; shift ;;
+  *) echo "usage: bash scripts/bench.sh [-count N] [-only WORD]" >&2; exit 2 ;;
   esac
 done
 
@@ -60,6 +70,7 @@ log() { printf '==> %s\n' "$*" >&2; }
 bench() {
   local dir=$1 pkg=$2 pattern=$3 benchtime=$4 raw
   shift 4
+  if [[ -n $only && ${pattern,,} != *"${only,,}"* ]]; then return 0; fi
   raw=$out/$(echo "$dir-$pkg-$pattern" | tr -c 'A-Za-z0-9' '_').txt
   log "go test -bench '$pattern' -benchtime $benchtime -count $count $pkg ($dir)"
   if ! (cd "$dir" && env "$@" go test -run '^$' -bench "$pattern" -benchtime "$benchtime" \
@@ -106,6 +117,23 @@ else
   echo "BenchmarkB6 skipped: no MariaDB, as for B5" >>"$notes"
 fi
 
+# The service benchmark: serve as a process on each store against its
+# floors (cmd/sourcecatalog/fleet_bench_test.go), fsyncs counted by strace.
+if [[ -z $only || fleet == *"${only,,}"* || servefleet == *"${only,,}"* ]]; then
+  if [[ -n $only ]]; then : >"$notes"; fi # the notes of the benchmarks -only left out
+  if ! command -v strace >/dev/null && [[ $(id -u) -eq 0 ]]; then
+    log "installing strace with apt-get"
+    { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends strace; } >&2 || true
+  fi
+  if ! command -v strace >/dev/null; then
+    echo "BenchmarkServeFleet/sqlite n/a: strace not installed" >>"$notes"
+  fi
+  if [[ -z ${SOURCECATALOG_MYSQL_DSN:-} ]]; then
+    echo "BenchmarkServeFleet/mysql skipped: no MariaDB, as for B5" >>"$notes"
+  fi
+  bench cmd/sourcecatalog . '^BenchmarkServeFleet$' 1x
+fi
+
 # The table. Each row: label, benchmark, ratio metric, how figure and
 # baseline follow from the metrics, comparison and target.
 #   floor   figure = ns/op, baseline = figure / ratio
@@ -119,6 +147,8 @@ fi
 #           ratio = figure / baseline
 #   ratio   the metric is the ratio itself: no figure or baseline
 #   value   figure = the metric itself, no baseline or target
+#   median  as ms, each the median of the runs (the ratio's too)
+#   peak    figure = the largest of the runs, compared with the target
 rows=$(
   cat <<'EOF'
 B1 build vs SHA-256 floor|BenchmarkB1Build/max|x_floor|floor|||<=|2
@@ -156,12 +186,54 @@ gzip requests vs plain, example boat|BenchmarkRequestBytes/example|gzip_x_plain|
 gzip requests vs plain, typical boat|BenchmarkRequestBytes/typical|gzip_x_plain|ratio|||<=|0.25
 zip bomb: MB allocated per request|BenchmarkHostileGzip|alloc_MB|ratio|||<=|1
 zip bomb: ms per request|BenchmarkHostileGzip|ms|ratio|||<=|50
+fleet SQLite round 1 vs floor A|BenchmarkServeFleet/sqlite|r1_x_floor_a|median|r1_ms|floor_a_ms|<=|2.5
+fleet SQLite round 2 vs floor A|BenchmarkServeFleet/sqlite|r2_x_floor_a|median|r2_ms|floor_a_ms|<=|2
+fleet SQLite round 1 vs floor B|BenchmarkServeFleet/sqlite|r1_x_floor_b|median|r1_ms|floor_b_ms||
+fleet SQLite fsyncs per message, round 1|BenchmarkServeFleet/sqlite|r1_fsyncs/message|peak|||<=|1
+fleet SQLite fsyncs per message, round 2|BenchmarkServeFleet/sqlite|r2_fsyncs/message|peak|||<=|1
+fleet SQLite serve peak RSS|BenchmarkServeFleet/sqlite|peak_rss_MiB|peak|||<=|64
+fleet SQLite round 1|BenchmarkServeFleet/sqlite|r1_snapshots/s|value||||
+fleet SQLite round 1|BenchmarkServeFleet/sqlite|r1_messages/s|value||||
+fleet SQLite round 1 latency|BenchmarkServeFleet/sqlite|r1_p50_ms|value||||
+fleet SQLite round 1 latency|BenchmarkServeFleet/sqlite|r1_p99_ms|value||||
+fleet SQLite round 1 serve CPU|BenchmarkServeFleet/sqlite|r1_cpu_ms/snapshot|value||||
+fleet SQLite round 2|BenchmarkServeFleet/sqlite|r2_snapshots/s|value||||
+fleet SQLite round 2|BenchmarkServeFleet/sqlite|r2_messages/s|value||||
+fleet SQLite round 2 latency|BenchmarkServeFleet/sqlite|r2_p50_ms|value||||
+fleet SQLite round 2 latency|BenchmarkServeFleet/sqlite|r2_p99_ms|value||||
+fleet SQLite round 2 serve CPU|BenchmarkServeFleet/sqlite|r2_cpu_ms/snapshot|value||||
+fleet SQLite floor A|BenchmarkServeFleet/sqlite|floor_a_snapshots/s|value||||
+fleet SQLite floor B|BenchmarkServeFleet/sqlite|floor_b_snapshots/s|value||||
+fleet MariaDB round 1 vs floor B|BenchmarkServeFleet/mysql|r1_x_floor_b|median|r1_ms|floor_b_ms|<=|1.5
+fleet MariaDB round 2 vs floor A|BenchmarkServeFleet/mysql|r2_x_floor_a|median|r2_ms|floor_a_ms|<=|2
+fleet MariaDB round 1 vs floor A|BenchmarkServeFleet/mysql|r1_x_floor_a|median|r1_ms|floor_a_ms||
+fleet MariaDB serve peak RSS|BenchmarkServeFleet/mysql|peak_rss_MiB|peak|||<=|64
+fleet MariaDB round 1|BenchmarkServeFleet/mysql|r1_snapshots/s|value||||
+fleet MariaDB round 1|BenchmarkServeFleet/mysql|r1_messages/s|value||||
+fleet MariaDB round 1 latency|BenchmarkServeFleet/mysql|r1_p50_ms|value||||
+fleet MariaDB round 1 latency|BenchmarkServeFleet/mysql|r1_p99_ms|value||||
+fleet MariaDB round 1 serve CPU|BenchmarkServeFleet/mysql|r1_cpu_ms/snapshot|value||||
+fleet MariaDB round 2|BenchmarkServeFleet/mysql|r2_snapshots/s|value||||
+fleet MariaDB round 2|BenchmarkServeFleet/mysql|r2_messages/s|value||||
+fleet MariaDB round 2 latency|BenchmarkServeFleet/mysql|r2_p50_ms|value||||
+fleet MariaDB round 2 latency|BenchmarkServeFleet/mysql|r2_p99_ms|value||||
+fleet MariaDB round 2 serve CPU|BenchmarkServeFleet/mysql|r2_cpu_ms/snapshot|value||||
+fleet MariaDB floor A|BenchmarkServeFleet/mysql|floor_a_snapshots/s|value||||
+fleet MariaDB floor B|BenchmarkServeFleet/mysql|floor_b_snapshots/s|value||||
 EOF
 )
 
 printf '\n'
-awk -F'|' -v count="$count" -v resfile="$results" -v notefile="$notes" '
+awk -F'|' -v count="$count" -v only="$only" -v resfile="$results" -v notefile="$notes" '
 function mean(b, u) { return n[b, u] ? sum[b, u] / n[b, u] : "" }
+function noted(b,   k, w) { for (k = 1; k <= nn; k++) { split(note[k], w, " "); if (index(b, w[1]) == 1) return 1 }; return 0 }
+function median(b, u,   i, j, k, t, m) {
+  if (!n[b, u]) return ""
+  for (i = 1; i <= n[b, u]; i++) m[i] = val[b, u, i]
+  for (i = 2; i <= n[b, u]; i++) for (j = i; j > 1 && m[j - 1] > m[j]; j--) { t = m[j]; m[j] = m[j - 1]; m[j - 1] = t }
+  k = int((n[b, u] + 1) / 2)
+  return n[b, u] % 2 ? m[k] : (m[k] + m[k + 1]) / 2
+}
 function msec(x) { return x < 0.1 ? sprintf("%.1f µs", x * 1000) : sprintf(x < 10 ? "%.3f ms" : "%.1f ms", x) }
 function ms(ns) { return msec(ns / 1e6) }
 function num(x) { return x == "" ? "" : sprintf(x < 0.1 ? "%.4f" : x < 10 ? "%.3f" : "%.1f", x) }
@@ -173,6 +245,8 @@ BEGIN {
     split(line, f, " ")
     b = f[1]; u = f[2]; v = f[3] + 0
     sum[b, u] += v; n[b, u]++
+    val[b, u, n[b, u]] = v
+    has[b] = 1
     if (!((b, u) in lo) || v < lo[b, u]) lo[b, u] = v
     if (!((b, u) in hi) || v > hi[b, u]) hi[b, u] = v
   }
@@ -181,7 +255,10 @@ BEGIN {
 }
 {
   label = $1; b = $2; metric = $3; kind = $4; figm = $5; basem = $6; cmp = $7; target = $8
+  if (only != "" && (index(tolower(b), tolower(only)) == 0 || !(has[b] || noted(b)))) next
   r = mean(b, metric)
+  if (kind == "median") r = median(b, metric)
+  if (kind == "peak" && r != "") r = hi[b, metric]
   if (kind == "allocof" && r != "") { c = mean(basem, "canonical_bytes"); r = c == "" ? "" : r / c }
   if (r == "") {
     why = "no result"
@@ -194,6 +271,8 @@ BEGIN {
   else if (kind == "allocof"){ fig = sprintf("%.1f MB", mean(b, "B/op") / 1e6); base = sprintf("%.1f MB", c / 1e6) }
   else if (kind == "alloc")  { c = mean(b, "canonical_bytes"); fig = sprintf("%.1f MB", r * c / 1e6); base = sprintf("%.1f MB", c / 1e6) }
   else if (kind == "ms")     { fig = msec(mean(b, figm)); base = msec(mean(b, basem)) }
+  else if (kind == "median") { fig = msec(median(b, figm)); base = msec(median(b, basem)) }
+  else if (kind == "peak")   { fig = num(r) " " metric; base = "" }
   else if (kind == "xfirst") { c = mean(b, basem); fig = msec(r * c); base = msec(c) }
   else if (kind == "value")  { row(label, num(r) " " metric, "", "", "", ""); next }
   else if (kind == "ratio")  { fig = ""; base = "" }

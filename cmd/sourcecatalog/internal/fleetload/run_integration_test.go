@@ -1,0 +1,58 @@
+package fleetload
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// Run on SQLite end to end, with a small fleet: the two binaries built,
+// the floors and serve run as processes, serve's rounds checked, every
+// figure of the report measured.
+func TestRun(t *testing.T) {
+	if testing.Short() && os.Getenv("CI") != "true" {
+		t.Skip("builds serve and the floor server and runs them")
+	}
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("go is needed under CI=true: %v", err)
+		}
+		t.Skipf("no go tool: %v", err)
+	}
+	bin := t.TempDir()
+	build := exec.Command(goTool, "build", "-o", bin+string(filepath.Separator), "../..", "../fleetfloor/cmd/fleetfloor")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	cfg := Config{
+		Serve: filepath.Join(bin, "sourcecatalog"), Floor: filepath.Join(bin, "fleetfloor"), Dir: t.TempDir(),
+		Vessels: 3, Records: 300, Messages: 4, Senders: 2, StraceVessels: 2,
+	}
+	if path, err := exec.LookPath("strace"); err == nil {
+		cfg.Strace = path
+	}
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range rep.Rounds {
+		if r.Snapshots != 3 || r.Messages != 12 || r.Latency.Len() != 12 || r.Elapsed <= 0 || r.CPU < 0 {
+			t.Errorf("round %d: %+v, %d samples", i+1, r, r.Latency.Len())
+		}
+	}
+	if rep.FloorA <= 0 || rep.FloorB <= 0 || rep.PeakRSS < 1<<20 {
+		t.Errorf("floors %v %v, peak RSS %d", rep.FloorA, rep.FloorB, rep.PeakRSS)
+	}
+	switch {
+	case cfg.Strace == "" && rep.Syncs != nil:
+		t.Errorf("no strace, but fsyncs %v", rep.Syncs)
+	case cfg.Strace != "" && (len(rep.Syncs) != 2 || rep.Syncs[0] < 1 || rep.Syncs[1] < 1):
+		// Each message is a transaction of its own on main: at least one
+		// sync each. A store that groups commits may go below: then this
+		// bound, not the count, is what to change.
+		t.Errorf("fsyncs per message %v, want at least 1 in each round", rep.Syncs)
+	}
+}
