@@ -362,8 +362,20 @@ type Gate struct {
 
 var _ outbox.Gate = (*Gate)(nil)
 
-// NewGate returns the auto-mode gate asking c's receiver.
+// NewGate returns the auto-mode gate asking c's receiver. The gate makes
+// the sender follow the declaration it last read: c compresses request
+// bodies while the receiver declares request_gzip, as with
+// WithRequestCompression (SPEC.md §11.1), and a Publisher with the gate
+// sends chunk references while it declares chunk_reference (SPEC.md §6.6;
+// outbox.ReferenceGate). Before a declaration is read, and after one
+// that names no v2, the gate is closed and both are off.
 func NewGate(c *Client) *Gate { return &Gate{client: c} }
+
+var _ outbox.ReferenceGate = (*Gate)(nil)
+
+// ChunkReferences implements outbox.ReferenceGate: whether the last
+// declaration read named chunk_reference.
+func (g *Gate) ChunkReferences() bool { return g.Declared().Has(CapabilityChunkReference) }
 
 // Open implements outbox.Gate: it reads the declaration and returns nil
 // when the receiver declares v2, ErrNoDeclaration or a *DeclarationError
@@ -375,6 +387,7 @@ func (g *Gate) Open(ctx context.Context) (declared string, err error) {
 	d, err := g.client.Declaration(ctx)
 	g.mu.Lock()
 	g.last = d // the zero Declaration unless v2 is declared: fail closed
+	g.client.declared.Store(d.Has(CapabilityRequestGzip))
 	g.mu.Unlock()
 	var de *DeclarationError
 	switch {
@@ -402,14 +415,19 @@ func (g *Gate) Declared() Declaration {
 const allowedMethods = "GET, POST"
 
 // defaultDeclaration is a Handler's declaration without WithCapabilities:
-// protocol v2 and request_gzip, which every Handler accepts (SPEC.md §11.1).
-var defaultDeclaration = Declaration{Capabilities: []string{CapabilityRequestGzip}, Protocols: []string{ProtocolV2}}.Canonical()
+// protocol v2 and request_gzip, which every Handler accepts (SPEC.md
+// §11.1); refsDeclaration adds chunk_reference, for a Handler that
+// accepts chunk references (WithChunkReferences).
+var (
+	defaultDeclaration = Declaration{Capabilities: []string{CapabilityRequestGzip}, Protocols: []string{ProtocolV2}}.Canonical()
+	refsDeclaration    = Declaration{Capabilities: []string{CapabilityChunkReference, CapabilityRequestGzip}, Protocols: []string{ProtocolV2}}.Canonical()
+)
 
 // WithCapabilities makes the Handler declare protocol v2 and exactly the
-// optional capabilities names (SPEC.md §11.7); by default it declares
-// CapabilityRequestGzip, which every Handler accepts. Declare only what
-// the server accepts: CapabilityChunkReference only over a Receiver whose
-// store looks payloads up. It panics, as NewHandler does for a missing
+// optional capabilities names (SPEC.md §11.7). By default it declares
+// what it accepts: CapabilityRequestGzip, which every Handler accepts,
+// and CapabilityChunkReference with WithChunkReferences(true). Declare
+// only what the server accepts. It panics, as NewHandler does for a missing
 // Receiver, when the names are no declaration (NewDeclaration's error):
 // they are the server's own constants, not input.
 func WithCapabilities(names ...string) HandlerOption {

@@ -13,6 +13,7 @@ import (
 	"net/netip"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -113,6 +114,7 @@ type Client struct {
 	endpoint string
 	token    string
 	compress bool
+	declared atomic.Bool // the last declaration its Gate read named request_gzip
 	hc       *http.Client
 }
 
@@ -264,7 +266,7 @@ func (c *Client) Send(ctx context.Context, e outbox.Entry) (envelope.Receipt, er
 		return envelope.Receipt{}, sourcecatalog.Errorf(sourcecatalog.ErrLimitExceeded, "the wrapped request is larger than 32768 bytes")
 	}
 	gzipped := false
-	if c.compress {
+	if c.compress || c.declared.Load() {
 		if z := gzipRequest(body); len(z) < len(body) {
 			body, gzipped = z, true
 		}

@@ -137,6 +137,9 @@ func NewHandler(recv *finalize.Receiver, auth Authenticator, opts ...HandlerOpti
 	}
 	if h.declaration == nil {
 		h.declaration = defaultDeclaration
+		if h.refs {
+			h.declaration = refsDeclaration
+		}
 	}
 	if h.observe == nil {
 		h.observe = func(Event) {}

@@ -30,6 +30,24 @@ type DeliveredTx interface {
 // declared the capability chunk_reference (SPEC.md §11.7).
 func WithChunkReferences(on bool) PublisherOption { return func(p *Publisher) { p.refs = on } }
 
+// A ReferenceGate is a Gate that also decides chunk references: after it
+// opened, the Publisher sends references while ChunkReferences reports
+// true, as with WithChunkReferences(true). httpbinding.Gate is one: it
+// reports whether the receiver declared chunk_reference (SPEC.md §11.7).
+type ReferenceGate interface {
+	Gate
+	ChunkReferences() bool
+}
+
+// references reports whether the Publisher sends chunk references now.
+func (p *Publisher) references() bool {
+	if p.refs {
+		return true
+	}
+	g, ok := p.gate.(ReferenceGate)
+	return ok && g.ChunkReferences()
+}
+
 // refKey names a chunk entry.
 type refKey struct {
 	snapshot uuid.UUID
@@ -42,7 +60,7 @@ type refKey struct {
 // tx, the transaction that read pending.
 func (p *Publisher) referable(ctx context.Context, tx Tx, pending []Entry) (map[refKey]bool, error) {
 	dtx, ok := tx.(DeliveredTx)
-	if !p.refs || !ok {
+	if !ok || !p.references() {
 		return nil, nil
 	}
 	out := map[refKey]bool{}
