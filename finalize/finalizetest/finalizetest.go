@@ -87,6 +87,7 @@ var groups = []suite.Group[NewStore]{
 	{"Status", statusCases},
 	{"Crash", crashCases},
 	{"Concurrency", concurrencyCases},
+	{"Batch", batchCases},
 }
 
 // seed returns the seed of a randomised test, logging it.

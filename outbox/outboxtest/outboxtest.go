@@ -54,6 +54,7 @@ var groups = []suite.Group[NewStore]{
 	{"Concurrency", concurrencyCases},
 	{"Floor", floorCases},
 	{"Publisher", publisherCases},
+	{"Batch", batchCases},
 }
 
 // epoch is the discovery time of the first cycle of a test; each further
