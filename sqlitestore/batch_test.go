@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/ncruces/go-sqlite3"
 	"github.com/stretchr/testify/require"
 	"github.com/yachtmemory/sourcecatalog/finalize"
 	"github.com/yachtmemory/sourcecatalog/sqlitestore"
@@ -220,5 +221,43 @@ func TestBatchPowerCut(t *testing.T) {
 				require.Equal(t, writes[k], readPointer(t, after, v))
 			}
 		})
+	}
+}
+
+// TestBatchIOErrorFailsEveryCaller: an I/O error in one callback of a
+// batch poisons the Store and fails every caller of the batch — those
+// whose callbacks ran before it and returned nil too — and nothing of the
+// batch is in the file.
+func TestBatchIOErrorFailsEveryCaller(t *testing.T) {
+	ctx := context.Background()
+	fs := newMemFS()
+	defer fs.unregister()
+	s := openFS(t, fs)
+	vessels := vesselsN(6)
+	const failing = 3
+	// A snapshot row of the failing call's vessel, so that its write in
+	// the batch changes a page of the file, which SQLite journals at once.
+	snap := finalize.Snapshot{ID: uuid.New(), Revision: 1, State: finalize.StateStaging, ChunkCount: 1, RecordCount: 1}
+	require.NoError(t, s.WithVessel(ctx, vessels[failing], func(tx finalize.Tx) error { return tx.PutSnapshot(ctx, snap) }))
+	errs, _ := batchOf(t, s, vessels, nil, func(k int, tx finalize.Tx) error {
+		if k == failing {
+			fs.FailNext("write", 1, sqlite3.IOERR_WRITE)
+			next := snap
+			next.Revision = 2
+			return tx.PutSnapshot(ctx, next)
+		}
+		return tx.SetVessel(ctx, pointer(k))
+	})
+	require.True(t, fs.Failed(), "the I/O error fired")
+	for k, err := range errs {
+		require.ErrorIs(t, err, sqlitestore.ErrPoisoned, "call %d", k)
+	}
+	require.NoError(t, s.Close())
+	after := openFS(t, fs.PowerCut())
+	defer func() { require.NoError(t, after.Close()) }()
+	for k, v := range vessels {
+		if k != failing {
+			require.Zero(t, readPointer(t, after, v), "vessel %d: nothing of the batch", k)
+		}
 	}
 }
