@@ -267,3 +267,30 @@ func TestBatchIOErrorFailsEveryCaller(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchCachesCommittedBasesOnly: the index base a callback writes is
+// kept in the Store's cache once its batch committed, and not when the
+// callback failed and was rolled back.
+func TestBatchCachesCommittedBasesOnly(t *testing.T) {
+	s, _ := open(t)
+	vessels := vesselsN(4)
+	errFail := errors.New("rolled back")
+	errs, _ := batchOf(t, s, vessels, nil, func(k int, tx finalize.Tx) error {
+		if err := tx.SetIndex(context.Background(), indexOf(50, none, "")); err != nil {
+			return err
+		}
+		if k%2 == 1 {
+			return errFail
+		}
+		return nil
+	})
+	for k, v := range vessels {
+		if k%2 == 1 {
+			require.True(t, errs[k] == errFail, "call %d", k)
+			require.False(t, s.CachedBase(v[:]), "vessel %d: a rolled-back base is not cached", k)
+		} else {
+			require.NoError(t, errs[k], "call %d", k)
+			require.True(t, s.CachedBase(v[:]), "vessel %d: the committed base is cached", k)
+		}
+	}
+}

@@ -78,3 +78,16 @@ func (s *Store) Queued() int {
 // TRUNCATE, to measure it: "wal", or "wal-exclusive" (WAL with SQLite's
 // exclusive locking mode).
 func WithJournal(mode string) Option { return func(c *config) { c.journal = mode } }
+
+// CachedBase reports whether the Store keeps a decoded index base of the
+// vessel, of any stamp.
+func (s *Store) CachedBase(vessel []byte) bool {
+	s.bases.mu.Lock()
+	defer s.bases.mu.Unlock()
+	for _, e := range s.bases.entries {
+		if e.vessel == string(vessel) {
+			return true
+		}
+	}
+	return false
+}
