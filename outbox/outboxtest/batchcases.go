@@ -97,7 +97,7 @@ func testFailedCommitRetried(t *testing.T, newStore NewStore) {
 	for _, fault := range []struct {
 		kind Fault
 		n    int
-	}{{FailCommit, 2}, {FailCommit, 5}, {LoseAck, 1}, {LoseAck, 4}} {
+	}{{FailCommit, 3}, {LoseAck, 2}} {
 		t.Run(fmt.Sprintf("%s-%02d", fault.kind, fault.n), func(t *testing.T) {
 			store := newStore(t)
 			envs := make([]*env, vessels)
