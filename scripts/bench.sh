@@ -92,6 +92,7 @@ bench . ./finalize/ '^BenchmarkB4ReceiveFinalize$' 10x
 bench . ./finalize/ '^BenchmarkB4bActivation$' 200x
 bench . ./canonical/ '^BenchmarkCanonical$/^(canonical|indented|shuffled)$/^Transform$' 10x GOEXPERIMENT=jsonv2
 bench sqlitestore . '^BenchmarkActivation$' 1x
+bench sqlitestore . '^BenchmarkGroupCommit$' 3x
 bench . ./signalk/ '^BenchmarkDiscover$' 10x
 bench . ./httpbinding/ '^(BenchmarkHostileGzip|BenchmarkRequestBytes)$' 20x
 
@@ -170,6 +171,9 @@ canonical alloc vs jsontext, shuffled|BenchmarkCanonical/shuffled/Transform|x_js
 sqlite first activation vs floor|BenchmarkActivation|x_floor|ms|first_ms|floor_ms|<=|3
 sqlite identical vs first|BenchmarkActivation|identical_x_first|xfirst||first_ms|<=|0.05
 sqlite 1 % changed vs first|BenchmarkActivation|changed1pct_x_first|xfirst||first_ms|<=|0.10
+sqlite group commit, fsyncs per message|BenchmarkGroupCommit|fsyncs/message|ratio|||<=|1
+sqlite group commit vs fsync'd append floor|BenchmarkGroupCommit|x_floor|ratio|||
+sqlite group commit messages|BenchmarkGroupCommit|messages/s|value||||
 B5 MariaDB first activation vs floor|BenchmarkB5Activation|x_floor|ms|first_ms|floor_ms|<=|3
 B5 MariaDB identical vs first|BenchmarkB5Activation|identical_x_first|xfirst||first_ms|<=|0.02
 B5 MariaDB 1 % changed vs first|BenchmarkB5Activation|changed1pct_x_first|xfirst||first_ms|<=|0.05

@@ -25,17 +25,43 @@
 // journal file, so a commit changes no directory entry.)
 // When the database file is created, Open syncs its directory too.
 //
+// A commit costs about five syncs, whatever it holds; concurrent calls
+// share them (group commit, below), so that under load a message costs
+// under one. WAL measured fewer (BenchmarkJournalModes), but the power-cut,
+// crash-point, cut-file and damage tests cannot run it (their test VFS has
+// no shared memory), and WAL in exclusive locking mode, which needs none,
+// locks every other process out, an operator's status or commit while
+// serve runs among them (TestBusyAcrossProcesses fails): TRUNCATE stays.
+//
 // # Transactions and processes
 //
-// Each WithVessel call is one BEGIN IMMEDIATE transaction on the Store's
-// one connection: SQLite has one writer per file, so every transaction, of
-// any vessel, is serialised, within the process by a mutex and across
-// processes by SQLite's file locks. A transaction that cannot take the write
-// lock within the busy timeout (WithBusyTimeout, 5 s by default), counted
-// from the call and so including the wait behind the Store's own
-// transactions, fails with ErrLocked; no call waits longer for another
-// process, however many calls are queued, and a call whose context ends
-// while it waits returns at once. Callbacks are never re-run.
+// SQLite has one writer per file, so the Store runs its transactions, of
+// any vessel and of both sides, on one connection, and across processes
+// SQLite's file locks serialise them. The calls made while a transaction
+// runs are batched (group commit): one BEGIN IMMEDIATE transaction runs
+// their callbacks one after the other, each in a SAVEPOINT of its own and
+// in its caller's goroutine, and one COMMIT — one set of syncs — makes
+// them all durable. A batch takes at most 64 callbacks, and no more once
+// its callbacks have written 8 MiB of statement arguments; nothing waits
+// for company. A callback that returns an error, panics or exits its
+// goroutine is rolled back to its savepoint alone: its caller gets the
+// callback's error unchanged (or the panic goes on in its goroutine) and
+// the others commit. Every caller is answered once the batch has ended,
+// nil only after the COMMIT is durable; a failed COMMIT, or an I/O error
+// in any callback of the batch, poisons the Store and fails every caller
+// whose callback returned nil. Callbacks of one vessel in one batch run
+// in order, each seeing what the one before wrote.
+//
+// A transaction that cannot take the write lock within the busy timeout
+// (WithBusyTimeout, 5 s by default), counted from the call and so
+// including the wait behind the Store's own transactions, fails with
+// ErrLocked; no call waits longer for another process, however many calls
+// are queued, and a call whose context ends while it is queued returns at
+// once, its callback not run. A write statement, once started, runs to
+// its end whatever the context says (SQLite would roll back the whole
+// batch's transaction if it were interrupted); the context is checked
+// before each. Callbacks are never re-run. Statements are prepared once
+// on the connection and kept until Close.
 //
 // Every Open takes a lifetime lock on a sidecar file, the database path
 // with ".lock" appended: shared by default, so several processes (a timer's

@@ -66,3 +66,28 @@ var SchemaV2 = schemaV2
 // Damage is what Open finds wrong with a file of size bytes beginning
 // with header, or "".
 func Damage(header []byte, size int64) string { return damage(header, size) }
+
+// Queued is how many calls wait in the Store's queue for a batch.
+func (s *Store) Queued() int {
+	s.qmu.Lock()
+	defer s.qmu.Unlock()
+	return len(s.queue)
+}
+
+// WithJournal opens the file in another journal mode than the default
+// TRUNCATE, to measure it: "wal", or "wal-exclusive" (WAL with SQLite's
+// exclusive locking mode).
+func WithJournal(mode string) Option { return func(c *config) { c.journal = mode } }
+
+// CachedBase reports whether the Store keeps a decoded index base of the
+// vessel, of any stamp.
+func (s *Store) CachedBase(vessel []byte) bool {
+	s.bases.mu.Lock()
+	defer s.bases.mu.Unlock()
+	for _, e := range s.bases.entries {
+		if e.vessel == string(vessel) {
+			return true
+		}
+	}
+	return false
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -17,17 +18,27 @@ import (
 
 // Store is a finalize.Store over one SQLite database file; Outbox returns
 // the outbox.Store over the same file. It is safe for concurrent use: its
-// transactions, of any vessel and of both sides, run one at a time.
+// transactions, of any vessel and of both sides, run on one connection,
+// the calls made while a transaction runs batched into the next one and
+// committed together (see transact).
 type Store struct {
 	path string
 	cfg  config
 
-	mu       turn // held for a whole transaction, and by Close
-	db       *sql.DB
-	conn     *sql.Conn // the only connection
-	lock     *os.File  // the lifetime lock; nil for a test VFS
-	poisoned error     // the failure that poisoned the handle
-	closed   bool
+	qmu   sync.Mutex
+	queue []*call // calls waiting for a batch, oldest first
+
+	// The fields below are the connection's: used by the coordinator of a
+	// batch, by the callback it lets run, and by Ping and Close, which hold
+	// the turn.
+	mu         turn // held for a whole batch, and by Ping and Close
+	db         *sql.DB
+	conn       *sql.Conn // the only connection
+	stmts      stmtCache // prepared statements of conn
+	batchBytes int       // bytes of statement arguments written in the running batch
+	lock       *os.File  // the lifetime lock; nil for a test VFS
+	poisoned   error     // the failure that poisoned the handle
+	closed     bool
 
 	bases baseCache // decoded record index bases, by stamp
 }
@@ -39,6 +50,7 @@ type config struct {
 	exclusive bool
 	readOnly  bool
 	vfs       string // a registered test VFS; "" for the operating system's files
+	journal   string // a journal mode measured against the default; "" for TRUNCATE
 }
 
 // An Option configures Open.
@@ -81,7 +93,7 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
-	err := errors.Join(s.conn.Close(), s.db.Close())
+	err := errors.Join(s.stmts.close(), s.conn.Close(), s.db.Close())
 	if s.lock != nil {
 		err = errors.Join(err, s.lock.Close()) // closing releases the flock
 	}
@@ -118,55 +130,6 @@ func (s *Store) classify(ctx context.Context, op string, err error) error {
 		return fmt.Errorf("sqlitestore: %s: %w: %w", op, errReadOnly, err)
 	}
 	return classify(ctx, op, err, s.poison)
-}
-
-// transact runs body in one BEGIN IMMEDIATE transaction and commits it
-// when body returns nil; otherwise, or when body panics, it rolls back and
-// returns body's error unchanged. COMMIT and ROLLBACK run whatever ctx
-// says, so that their outcome depends on the file alone; if either fails,
-// or body met an I/O error, the Store is poisoned.
-//
-// A call waits for the Store's transactions before it only while ctx
-// lasts, and for another process's write lock only for what is left of
-// the busy timeout, counted from the call (begin).
-func (s *Store) transact(ctx context.Context, body func(q *sql.Conn) error) error {
-	called := time.Now()
-	if err := s.mu.LockContext(ctx); err != nil {
-		return fmt.Errorf("sqlitestore: begin: waiting for the store's other transactions: %w", err)
-	}
-	defer s.mu.Unlock()
-	if err := s.usable(); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("sqlitestore: begin: %w", err)
-	}
-	if err := s.begin(ctx, time.Since(called)); err != nil {
-		return err
-	}
-	done := false
-	defer func() {
-		if !done { // body panicked
-			s.rollback()
-		}
-	}()
-	err := body(s.conn)
-	done = true
-	if err != nil {
-		s.rollback()
-		return err
-	}
-	if s.poisoned != nil { // body met an I/O error and returned nil all the same
-		s.rollback()
-		return s.usable()
-	}
-	if _, err := s.conn.ExecContext(context.WithoutCancel(ctx), "COMMIT"); err != nil {
-		err = storageFailure(err)
-		s.poison(err)
-		s.rollback()
-		return fmt.Errorf("sqlitestore: commit: %w: %w", ErrPoisoned, err)
-	}
-	return nil
 }
 
 // begin runs BEGIN IMMEDIATE, waiting for another process's write lock
@@ -206,15 +169,7 @@ func (s *Store) setBusyTimeout(d time.Duration) error {
 // rollback ends the open transaction, if SQLite has not already ended it
 // (as it does after some errors); a failed ROLLBACK poisons the Store.
 func (s *Store) rollback() {
-	open := true
-	if err := s.conn.Raw(func(c any) error {
-		open = !c.(driver.Conn).Raw().GetAutocommit()
-		return nil
-	}); err != nil {
-		s.poison(storageFailure(err))
-		return
-	}
-	if !open {
+	if !s.inTransaction() {
 		return
 	}
 	if _, err := s.conn.ExecContext(context.Background(), "ROLLBACK"); err != nil {

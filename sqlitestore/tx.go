@@ -40,11 +40,32 @@ func (b *base) fail(ctx context.Context, op string, err error) error {
 	return b.err
 }
 
+// exec runs a statement that writes. It runs whatever ctx says once
+// started, after checking ctx: SQLite rolls back the whole transaction,
+// which the batch's other callbacks share, when a write is interrupted.
+// Its arguments' bytes count towards the batch's bound.
 func (b *base) exec(ctx context.Context, op, query string, args ...any) (sql.Result, error) {
 	if err := b.ready(); err != nil {
 		return nil, err
 	}
-	res, err := b.q.ExecContext(ctx, query, args...)
+	if err := ctx.Err(); err != nil {
+		return nil, b.fail(ctx, op, err)
+	}
+	st, err := b.s.stmts.prepared(ctx, b.q, query)
+	if err != nil {
+		return nil, b.fail(ctx, op, err)
+	}
+	for _, a := range args {
+		switch v := a.(type) {
+		case []byte:
+			b.s.batchBytes += len(v)
+		case string:
+			b.s.batchBytes += len(v)
+		default:
+			b.s.batchBytes += 8
+		}
+	}
+	res, err := st.ExecContext(context.WithoutCancel(ctx), args...)
 	return res, b.fail(ctx, op, err)
 }
 
@@ -54,7 +75,11 @@ func (b *base) queryRow(ctx context.Context, op, query string, args []any, dest 
 	if err := b.ready(); err != nil {
 		return false, err
 	}
-	err := b.q.QueryRowContext(ctx, query, args...).Scan(dest...)
+	st, err := b.s.stmts.prepared(ctx, b.q, query)
+	if err != nil {
+		return false, b.fail(ctx, op, err)
+	}
+	err = st.QueryRowContext(ctx, args...).Scan(dest...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
 	}
@@ -66,7 +91,11 @@ func (b *base) query(ctx context.Context, op, query string, args []any, scan fun
 	if err := b.ready(); err != nil {
 		return err
 	}
-	rows, err := b.q.QueryContext(ctx, query, args...)
+	st, err := b.s.stmts.prepared(ctx, b.q, query)
+	if err != nil {
+		return b.fail(ctx, op, err)
+	}
+	rows, err := st.QueryContext(ctx, args...)
 	if err != nil {
 		return b.fail(ctx, op, err)
 	}

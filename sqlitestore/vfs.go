@@ -88,7 +88,17 @@ var (
 	_ vfs.FileSizeHint           = (*fullFile)(nil)
 	_ vfs.FilePowersafeOverwrite = (*fullFile)(nil)
 	_ vfs.FileUnwrap             = (*fullFile)(nil)
+	_ vfs.FileSharedMemory       = (*fullFile)(nil)
 )
+
+// SharedMemory passes on the wrapped file's, which only a WAL journal
+// uses (measured in BenchmarkJournalModes; the Store keeps TRUNCATE).
+func (f *fullFile) SharedMemory() vfs.SharedMemory {
+	if m, ok := f.File.(vfs.FileSharedMemory); ok {
+		return m.SharedMemory()
+	}
+	return nil
+}
 
 func (f *fullFile) Unwrap() vfs.File { return f.File }
 

@@ -88,6 +88,7 @@ var groups = []suite.Group[NewStore]{
 	{"Crash", crashCases},
 	{"Concurrency", concurrencyCases},
 	{"ChunkRef", chunkRefCases},
+	{"Batch", batchCases},
 }
 
 // seed returns the seed of a randomised test, logging it.

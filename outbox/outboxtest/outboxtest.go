@@ -55,6 +55,7 @@ var groups = []suite.Group[NewStore]{
 	{"Floor", floorCases},
 	{"Publisher", publisherCases},
 	{"ChunkRef", chunkRefCases},
+	{"Batch", batchCases},
 }
 
 // epoch is the discovery time of the first cycle of a test; each further
