@@ -43,6 +43,14 @@ does), or one that does not decode or names no v2, keeps the gate off; a
 declaration that cannot be read for now (no answer, 503, …) is asked
 again with the backoff below until --give-up-after. Without either, or
 when the receiver declares no v2, publish sends nothing and exits 1.
+With --receiver-v2=auto publish also follows the declaration's optional
+capabilities: it gzips each body that gzip makes shorter when the
+receiver declares request_gzip (SPEC.md §11.1), and sends a chunk whose
+payload the receiver was delivered before, for an earlier snapshot, by
+reference when it declares chunk_reference (SPEC.md §6.6; one the
+receiver no longer holds is sent again whole at once). With the bare
+--receiver-v2 every body is sent whole and uncompressed, as to a
+receiver declaring neither.
 
 Flags (each at most once):
   --store STORE       the outbox: sqlite:FILE or mysql:DSN, as for commit
@@ -338,6 +346,9 @@ func (f *gateFlag) option(client *httpbinding.Client) outbox.PublisherOption {
 func printPass(e *env, p outbox.DrainPass) {
 	fmt.Fprintf(e.stdout, "pass %d: sent %d, delivered %d (%d staged, %d already received), failed %d\n",
 		p.N, p.Pass.Sent, p.Pass.Delivered, p.Pass.Delivered-p.Pass.AlreadyReceived, p.Pass.AlreadyReceived, p.Pass.Failed)
+	if p.Pass.Referenced > 0 {
+		fmt.Fprintf(e.stdout, "  %d chunk(s) sent by reference, %d of them sent again whole\n", p.Pass.Referenced, p.Pass.SentWhole)
+	}
 	if errors.Is(p.Err, sourcecatalog.ErrConflict) {
 		fmt.Fprintf(e.stdout, "  stopped snapshot %s: %v\n", p.Pass.Failures[len(p.Pass.Failures)-1].SnapshotID, p.Err)
 	}

@@ -55,4 +55,5 @@ func TestReadmeQuickStart(t *testing.T) {
 	require.NoError(t, err, "the quick start failed:\n%s\nserve's log:\n%s", out, log)
 	require.Contains(t, string(out), "activated", "status shows the cycle active:\n%s", out)
 	require.Contains(t, string(out), "delivered", "publish delivered the entries:\n%s", out)
+	require.Contains(t, string(out), "sent by reference, 0 of them sent again whole", "the unchanged cycle went by reference:\n%s", out)
 }

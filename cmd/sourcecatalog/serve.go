@@ -46,6 +46,11 @@ fleet registry: the --client-ca and --tokens files (or, with
 --trusted-proxy, the proxy's authorities) are its registry, and every
 vessel they authenticate is taken as registered (SPEC.md §11.2).
 
+A GET on the same URL, authenticated alike, answers serve's capability
+declaration (SPEC.md §11.7): protocol v2, gzip request bodies
+(request_gzip, §11.1) and chunk references (chunk_reference, §6.6),
+which serve stages from the chunks of that vessel's retained snapshots.
+
 Answers:
   200  the receipt: staged, or already_received for an identical resend
   401  not authenticated (no body)
@@ -351,7 +356,7 @@ func (f *serveFlags) serve(ctx context.Context, stop func(), e *env, c *command)
 	observeBinding := func(ev httpbinding.Event) { metrics.ObserveBinding(ev); logs.binding(ev) }
 	recv := finalize.NewReceiver(st.receiver, append(f.retain.options(), finalize.WithObserver(observeReceiver))...)
 	errorLog := slog.NewLogLogger(logger.Handler(), slog.LevelWarn)
-	srv, err := newServeServer(httpbinding.NewHandler(recv, auth, httpbinding.WithObserver(observeBinding)), tlsConfig, errorLog)
+	srv, err := newServeServer(httpbinding.NewHandler(recv, auth, httpbinding.WithChunkReferences(true), httpbinding.WithObserver(observeBinding)), tlsConfig, errorLog)
 	if err != nil {
 		ln.Close()
 		return c.failf(e, "%v", err)
