@@ -19,9 +19,9 @@ func IndexOf(snap *envelope.Snapshot) []IndexEntry {
 		staged[i] = StagedChunk{Snapshot: c.SnapshotID(), Index: c.Index(), Canonical: c.Canonical(), Payload: c.PayloadSHA256()}
 	}
 	m := snap.Manifest.Canonical()
-	_, index, err := verifyStaged(Snapshot{Manifest: m, ManifestDigest: canonical.Sum(m)}, staged)
+	verified, err := verifyStaged(Snapshot{Manifest: m, ManifestDigest: canonical.Sum(m)}, staged)
 	if err != nil {
 		panic(err)
 	}
-	return index
+	return recordIndex(verified)
 }

@@ -3,6 +3,7 @@ package finalize
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"slices"
@@ -155,7 +156,7 @@ func (r *Receiver) finalize(ctx context.Context, tx Tx, out *Outcome) (result, e
 		out.Status = Staging
 		return nil, nil
 	}
-	snap, index, verr := verifyStaged(s, chunks)
+	snap, verr := verifyStaged(s, chunks)
 	if verr != nil {
 		out.Status, out.Err = Rejected, verr
 		return nil, r.finish(ctx, tx, &s, StateRejected, Rejected, verr.Error())
@@ -174,7 +175,7 @@ func (r *Receiver) finalize(ctx context.Context, tx Tx, out *Outcome) (result, e
 	if err := r.finish(ctx, tx, &s, StateActivated, Activated, ""); err != nil {
 		return nil, err
 	}
-	next, err := activate(ctx, tx, v, snap, index)
+	next, err := activate(ctx, tx, v, snap, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -230,7 +231,7 @@ func rejection(ctx context.Context, tx Tx, s Snapshot) (why, result, err error) 
 	if err != nil {
 		return nil, nil, err
 	}
-	if _, _, verr := verifyStaged(s, chunks); verr != nil {
+	if _, verr := verifyStaged(s, chunks); verr != nil {
 		return verr, nil, nil
 	}
 	rc := revisionConflict()
@@ -258,11 +259,11 @@ func missing(out *Outcome, s Snapshot, chunks []StagedChunk) bool {
 }
 
 // verifyStaged decodes the staged bytes again and verifies the complete set;
-// the store is not trusted to have kept them intact. It returns the snapshot,
-// whose chunks keep their records' entries, and its record index.
-func verifyStaged(s Snapshot, staged []StagedChunk) (*envelope.Snapshot, []IndexEntry, error) {
+// the store is not trusted to have kept them intact (SPEC.md §8.4). It
+// returns the snapshot, whose chunks keep their records' entries.
+func verifyStaged(s Snapshot, staged []StagedChunk) (*envelope.Snapshot, error) {
 	if canonical.Sum(s.Manifest) != s.ManifestDigest {
-		return nil, nil, sourcecatalog.Errorf(sourcecatalog.ErrHashMismatch, "the staged manifest does not match its digest")
+		return nil, sourcecatalog.Errorf(sourcecatalog.ErrHashMismatch, "the staged manifest does not match its digest")
 	}
 	raw := make([][]byte, len(staged))
 	for i, c := range staged {
@@ -271,21 +272,32 @@ func verifyStaged(s Snapshot, staged []StagedChunk) (*envelope.Snapshot, []Index
 	// Staged bytes are immutable (see Tx): they are decoded in place.
 	snap, err := envelope.DecodeStaged(s.Manifest, raw)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	for _, c := range snap.Chunks {
 		if staged[c.Index()].Payload != c.PayloadSHA256() {
-			return nil, nil, sourcecatalog.Errorf(sourcecatalog.ErrHashMismatch, "a staged chunk does not match its payload hash").InChunk(c.Index())
+			return nil, sourcecatalog.Errorf(sourcecatalog.ErrHashMismatch, "a staged chunk does not match its payload hash").InChunk(c.Index())
 		}
 	}
+	return snap, nil
+}
+
+// recordIndex returns the record index of a verified snapshot: each
+// record's key and the SHA-256 of its canonical bytes, in canonical order.
+func recordIndex(snap *envelope.Snapshot) []IndexEntry {
 	index := make([]IndexEntry, 0, snap.Manifest.RecordCount)
+	h := sha256.New() // one hash reset per record costs less than sha256.Sum256
+	var d canonical.Digest
 	for _, c := range snap.Chunks {
 		for i := range c.Len() {
 			e := c.Entry(i)
-			index = append(index, IndexEntry{Key: e.Key, Digest: canonical.Sum(e.Canonical)})
+			h.Reset()
+			h.Write(e.Canonical)
+			h.Sum(d[:0])
+			index = append(index, IndexEntry{Key: e.Key, Digest: d})
 		}
 	}
-	return snap, index, nil
+	return index
 }
 
 // finish moves a staging snapshot to a final state, within the retained
@@ -309,7 +321,9 @@ func (r *Receiver) finish(ctx context.Context, tx Tx, s *Snapshot, state Snapsho
 
 // activate brings the inventory up to date for snap and flips the active
 // pointer. Only items that appear, change or leave are written; a document
-// identical to the active one writes only the pointer.
+// identical to the active one writes only the pointer. index is snap's
+// record index, or nil for activate to make it when it needs it: a
+// document identical to the active one needs none.
 func activate(ctx context.Context, tx Tx, v VesselState, snap *envelope.Snapshot, index []IndexEntry) (VesselState, error) {
 	m := &snap.Manifest
 	next := VesselState{
@@ -320,6 +334,9 @@ func activate(ctx context.Context, tx Tx, v VesselState, snap *envelope.Snapshot
 		old, err := tx.Index(ctx)
 		if err != nil {
 			return v, err
+		}
+		if index == nil {
+			index = recordIndex(snap)
 		}
 		seen := Seen{Revision: m.Revision, At: m.DiscoveredAt}
 		put, retire := diff(old, index, snap)
