@@ -3,6 +3,7 @@ package memstore
 import (
 	"context"
 	"slices"
+	"strings"
 
 	"github.com/yachtmemory/sourcecatalog/catalog"
 	"github.com/yachtmemory/sourcecatalog/finalize"
@@ -60,6 +61,9 @@ func seek(s []entry, from int, k catalog.Key) int {
 // the inventory (its writes over the committed entries) and calls found
 // with each key's position in keys and its current entry.
 func (t *tx) lookup(keys func(int) catalog.Key, n int, found func(i int, e *entry)) {
+	if len(t.items) == 0 && len(t.v.items) == 0 {
+		return // a first activation
+	}
 	w, c := 0, 0 // cursors into t.items and t.v.items
 	for i := range n {
 		k := keys(i)
@@ -146,7 +150,7 @@ func (t *tx) intern(s sighting) *sighting {
 // strictly increasing key order, as the Receiver writes them, are returned
 // as they are; others are sorted in a copy.
 func sortedItems(items []finalize.Item) []finalize.Item {
-	if increasing(len(items), func(i int) catalog.Key { return items[i].Key }) {
+	if increasing(len(items), func(i int) *catalog.Key { return &items[i].Key }) {
 		return items
 	}
 	s := slices.Clone(items)
@@ -166,7 +170,7 @@ func sortedItems(items []finalize.Item) []finalize.Item {
 // sortedKeys returns keys in increasing order, each once, sorting a copy
 // unless they are in that order already.
 func sortedKeys(keys []catalog.Key) []catalog.Key {
-	if increasing(len(keys), func(i int) catalog.Key { return keys[i] }) {
+	if increasing(len(keys), func(i int) *catalog.Key { return &keys[i] }) {
 		return keys
 	}
 	s := slices.Clone(keys)
@@ -176,13 +180,25 @@ func sortedKeys(keys []catalog.Key) []catalog.Key {
 
 // increasing reports whether the n keys key(0)…key(n-1) are in strictly
 // increasing order.
-func increasing(n int, key func(int) catalog.Key) bool {
+func increasing(n int, key func(int) *catalog.Key) bool {
 	for i := 1; i < n; i++ {
-		if key(i-1).Compare(key(i)) >= 0 {
+		if !before(key(i-1), key(i)) {
 			return false
 		}
 	}
 	return true
+}
+
+// before reports whether a comes before b in canonical order
+// (catalog.Key.Compare), without copying either.
+func before(a, b *catalog.Key) bool {
+	if a.Kind != b.Kind {
+		return a.Kind < b.Kind
+	}
+	if c := strings.Compare(a.Path, b.Path); c != 0 {
+		return c < 0
+	}
+	return a.SourceRef < b.SourceRef
 }
 
 func (t *tx) PutItems(ctx context.Context, items []finalize.Item) error {
