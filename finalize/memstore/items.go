@@ -150,7 +150,7 @@ func (t *tx) intern(s sighting) *sighting {
 // strictly increasing key order, as the Receiver writes them, are returned
 // as they are; others are sorted in a copy.
 func sortedItems(items []finalize.Item) []finalize.Item {
-	if increasing(len(items), func(i int) *catalog.Key { return &items[i].Key }) {
+	if increasing(items, func(it *finalize.Item) *catalog.Key { return &it.Key }) {
 		return items
 	}
 	s := slices.Clone(items)
@@ -170,7 +170,7 @@ func sortedItems(items []finalize.Item) []finalize.Item {
 // sortedKeys returns keys in increasing order, each once, sorting a copy
 // unless they are in that order already.
 func sortedKeys(keys []catalog.Key) []catalog.Key {
-	if increasing(len(keys), func(i int) *catalog.Key { return &keys[i] }) {
+	if increasing(keys, func(k *catalog.Key) *catalog.Key { return k }) {
 		return keys
 	}
 	s := slices.Clone(keys)
@@ -178,11 +178,11 @@ func sortedKeys(keys []catalog.Key) []catalog.Key {
 	return slices.Compact(s)
 }
 
-// increasing reports whether the n keys key(0)…key(n-1) are in strictly
+// increasing reports whether the keys of s, key(&s[i]), are in strictly
 // increasing order.
-func increasing(n int, key func(int) *catalog.Key) bool {
-	for i := 1; i < n; i++ {
-		if !before(key(i-1), key(i)) {
+func increasing[E any](s []E, key func(*E) *catalog.Key) bool {
+	for i := 1; i < len(s); i++ {
+		if !before(key(&s[i-1]), key(&s[i])) {
 			return false
 		}
 	}
