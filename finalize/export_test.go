@@ -9,7 +9,7 @@ import (
 
 // Activate exposes the activation step to the benchmarks.
 func Activate(ctx context.Context, tx Tx, v VesselState, snap *envelope.Snapshot, index []IndexEntry) (VesselState, error) {
-	return activate(ctx, tx, v, snap, index)
+	return activate(ctx, tx, v, snap, func() []IndexEntry { return index })
 }
 
 // IndexOf returns the record index of a snapshot.

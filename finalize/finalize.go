@@ -172,10 +172,14 @@ func (r *Receiver) finalize(ctx context.Context, tx Tx, out *Outcome) (result, e
 		out.Status = AlreadyActive
 		return nil, r.finish(ctx, tx, &s, StateSuperseded, AlreadyActive, "")
 	}
+	var index func() []IndexEntry
+	if needsIndex(v, &snap.Manifest) {
+		index = indexLater(snap)
+	}
 	if err := r.finish(ctx, tx, &s, StateActivated, Activated, ""); err != nil {
 		return nil, err
 	}
-	next, err := activate(ctx, tx, v, snap, nil)
+	next, err := activate(ctx, tx, v, snap, index)
 	if err != nil {
 		return nil, err
 	}
@@ -285,19 +289,42 @@ func verifyStaged(s Snapshot, staged []StagedChunk) (*envelope.Snapshot, error) 
 // recordIndex returns the record index of a verified snapshot: each
 // record's key and the SHA-256 of its canonical bytes, in canonical order.
 func recordIndex(snap *envelope.Snapshot) []IndexEntry {
-	index := make([]IndexEntry, 0, snap.Manifest.RecordCount)
+	index := make([]IndexEntry, snap.Manifest.RecordCount)
 	h := sha256.New() // one hash reset per record costs less than sha256.Sum256
-	var d canonical.Digest
+	k := 0
 	for _, c := range snap.Chunks {
 		for i := range c.Len() {
 			e := c.Entry(i)
 			h.Reset()
 			h.Write(e.Canonical)
-			h.Sum(d[:0])
-			index = append(index, IndexEntry{Key: e.Key, Digest: d})
+			h.Sum(index[k].Digest[:0])
+			index[k].Key = e.Key
+			k++
 		}
 	}
 	return index
+}
+
+// needsIndex reports whether activating m needs its record index: the
+// inventory changes only for a document other than the active one.
+func needsIndex(v VesselState, m *envelope.Manifest) bool {
+	return v.ActiveSnapshot == uuid.Nil || m.DocumentSHA256 != v.ActiveDocument
+}
+
+// indexLater starts making snap's record index on another goroutine, which
+// touches nothing but snap, so that hashing every record overlaps with the
+// store's reads and writes that do not need the digests; the function it
+// returns waits for the index.
+func indexLater(snap *envelope.Snapshot) func() []IndexEntry {
+	ready := make(chan []IndexEntry, 1)
+	go func() { ready <- recordIndex(snap) }()
+	var index []IndexEntry
+	return func() []IndexEntry {
+		if ready != nil {
+			index, ready = <-ready, nil
+		}
+		return index
+	}
 }
 
 // finish moves a staging snapshot to a final state, within the retained
@@ -321,25 +348,30 @@ func (r *Receiver) finish(ctx context.Context, tx Tx, s *Snapshot, state Snapsho
 
 // activate brings the inventory up to date for snap and flips the active
 // pointer. Only items that appear, change or leave are written; a document
-// identical to the active one writes only the pointer. index is snap's
-// record index, or nil for activate to make it when it needs it: a
-// document identical to the active one needs none.
-func activate(ctx context.Context, tx Tx, v VesselState, snap *envelope.Snapshot, index []IndexEntry) (VesselState, error) {
+// identical to the active one writes only the pointer. index returns
+// snap's record index; it is called only when needsIndex, and may be nil
+// otherwise.
+func activate(ctx context.Context, tx Tx, v VesselState, snap *envelope.Snapshot, index func() []IndexEntry) (VesselState, error) {
 	m := &snap.Manifest
 	next := VesselState{
 		ActiveSnapshot: m.SnapshotID, ActiveRevision: m.Revision,
 		ActiveDiscoveredAt: m.DiscoveredAt, ActiveDocument: m.DocumentSHA256,
 	}
-	if v.ActiveSnapshot == uuid.Nil || m.DocumentSHA256 != v.ActiveDocument {
+	if needsIndex(v, m) {
 		old, err := tx.Index(ctx)
 		if err != nil {
 			return v, err
 		}
-		if index == nil {
-			index = recordIndex(snap)
+		var (
+			put    []Item
+			retire []catalog.Key
+		)
+		if len(old) == 0 {
+			put = allItems(snap) // needs no digest
+		} else {
+			put, retire = diff(old, index(), snap)
 		}
 		seen := Seen{Revision: m.Revision, At: m.DiscoveredAt}
-		put, retire := diff(old, index, snap)
 		for i := range put {
 			put[i].FirstSeen, put[i].LastSeen = seen, seen
 		}
@@ -354,11 +386,26 @@ func activate(ctx context.Context, tx Tx, v VesselState, snap *envelope.Snapshot
 				return v, err
 			}
 		}
-		if err := tx.SetIndex(ctx, index); err != nil {
+		if err := tx.SetIndex(ctx, index()); err != nil {
 			return v, err
 		}
 	}
 	return next, tx.SetVessel(ctx, next)
+}
+
+// allItems returns an item for every record of snap, in canonical order:
+// what an activation over an empty index puts.
+func allItems(snap *envelope.Snapshot) []Item {
+	put := make([]Item, snap.Manifest.RecordCount)
+	k := 0
+	for _, c := range snap.Chunks {
+		for i := range c.Len() {
+			e := c.Entry(i)
+			put[k] = Item{Key: e.Key, Record: e.Canonical, CurrentlyObserved: true}
+			k++
+		}
+	}
+	return put
 }
 
 // diff merges the active index with the new one (both in canonical order)
@@ -366,9 +413,6 @@ func activate(ctx context.Context, tx Tx, v VesselState, snap *envelope.Snapshot
 // of records that leave the selection.
 func diff(old, cur []IndexEntry, snap *envelope.Snapshot) (put []Item, retire []catalog.Key) {
 	records := recordCursor{chunks: snap.Chunks}
-	if len(old) == 0 {
-		put = make([]Item, 0, len(cur)) // a first activation puts every record
-	}
 	i, k := 0, 0
 	for i < len(old) || k < len(cur) {
 		// Equal digests mean equal records, keys included: the common case
