@@ -31,7 +31,7 @@ import (
 
 var benchVessel = uuid.MustParse("0d1f3c5e-2a4b-4c6d-8e0f-1a2b3c4d5e6f")
 
-func benchSnapshot(b *testing.B, rev int64, records []*catalog.Record) *envelope.Snapshot {
+func benchSnapshot(b testing.TB, rev int64, records []*catalog.Record) *envelope.Snapshot {
 	s, err := envelope.Build(envelope.Input{VesselID: benchVessel, SnapshotID: uuid.New(), Revision: rev,
 		DiscoveredAt: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC).Add(time.Duration(rev) * time.Minute), Records: records})
 	if err != nil {
