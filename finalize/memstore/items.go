@@ -46,32 +46,39 @@ func compareEntries(a, b entry) int { return a.key.Compare(b.key) }
 // searching from s[from], which must not be after that position: galloping
 // ahead, then halving, so that a sorted run of lookups costs at most one
 // pass over s however many lookups there are.
-func seek(s []entry, from int, k catalog.Key) int {
+func seek(s []entry, from int, k *catalog.Key) int {
 	lo, step := from, 1
-	for lo+step <= len(s) && s[lo+step-1].key.Compare(k) < 0 {
+	for lo+step <= len(s) && before(&s[lo+step-1].key, k) {
 		lo += step
 		step *= 2
 	}
 	hi := min(lo+step, len(s))
-	i, _ := slices.BinarySearchFunc(s[lo:hi], k, func(e entry, k catalog.Key) int { return e.key.Compare(k) })
-	return lo + i
+	for lo < hi { // the first entry at or after k is in s[lo:hi], or at hi
+		mid := int(uint(lo+hi) >> 1)
+		if before(&s[mid].key, k) {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo
 }
 
 // lookup finds the entries of sorted keys in the transaction's view of
 // the inventory (its writes over the committed entries) and calls found
 // with each key's position in keys and its current entry.
-func (t *tx) lookup(keys func(int) catalog.Key, n int, found func(i int, e *entry)) {
+func (t *tx) lookup(keys func(int) *catalog.Key, n int, found func(i int, e *entry)) {
 	if len(t.items) == 0 && len(t.v.items) == 0 {
 		return // a first activation
 	}
 	w, c := 0, 0 // cursors into t.items and t.v.items
 	for i := range n {
 		k := keys(i)
-		if w = seek(t.items, w, k); w < len(t.items) && t.items[w].key == k {
+		if w = seek(t.items, w, k); w < len(t.items) && t.items[w].key == *k {
 			found(i, &t.items[w])
 			continue
 		}
-		if c = seek(t.v.items, c, k); c < len(t.v.items) && t.v.items[c].key == k {
+		if c = seek(t.v.items, c, k); c < len(t.v.items) && t.v.items[c].key == *k {
 			found(i, &t.v.items[c])
 		}
 	}
@@ -101,7 +108,7 @@ func mergeEntries(a, b []entry, reuse bool) []entry {
 		pos := make([]int, len(b))
 		i := 0
 		for j := range b {
-			if i = seek(a, i, b[j].key); i == len(a) || a[i].key != b[j].key {
+			if i = seek(a, i, &b[j].key); i == len(a) || a[i].key != b[j].key {
 				pos = nil
 				break
 			}
@@ -208,7 +215,7 @@ func (t *tx) PutItems(ctx context.Context, items []finalize.Item) error {
 	items = sortedItems(items)
 	batch := make([]entry, len(items))
 	// An item that exists keeps its FirstSeen: note its sighting first.
-	t.lookup(func(i int) catalog.Key { return items[i].Key }, len(items), func(i int, e *entry) {
+	t.lookup(func(i int) *catalog.Key { return &items[i].Key }, len(items), func(i int, e *entry) {
 		batch[i].sighting = e.sighting
 	})
 	for i, it := range items {
@@ -228,7 +235,7 @@ func (t *tx) RetireItems(ctx context.Context, keys []catalog.Key, last finalize.
 	}
 	keys = sortedKeys(keys)
 	var batch []entry
-	t.lookup(func(i int) catalog.Key { return keys[i] }, len(keys), func(_ int, e *entry) {
+	t.lookup(func(i int) *catalog.Key { return &keys[i] }, len(keys), func(_ int, e *entry) {
 		batch = append(batch, entry{key: e.key, item: item{record: e.record, sighting: t.intern(sighting{firstSeen: e.firstSeen, lastSeen: last})}})
 	})
 	t.write(batch)
