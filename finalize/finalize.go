@@ -365,15 +365,15 @@ func activate(ctx context.Context, tx Tx, v VesselState, snap *envelope.Snapshot
 		var (
 			put    []Item
 			retire []catalog.Key
+			seen   = Seen{Revision: m.Revision, At: m.DiscoveredAt}
 		)
 		if len(old) == 0 {
-			put = allItems(snap) // needs no digest
+			put = allItems(snap, seen) // needs no digest
 		} else {
 			put, retire = diff(old, index(), snap)
-		}
-		seen := Seen{Revision: m.Revision, At: m.DiscoveredAt}
-		for i := range put {
-			put[i].FirstSeen, put[i].LastSeen = seen, seen
+			for i := range put {
+				put[i].FirstSeen, put[i].LastSeen = seen, seen
+			}
 		}
 		if len(put) > 0 {
 			if err := tx.PutItems(ctx, put); err != nil {
@@ -393,15 +393,16 @@ func activate(ctx context.Context, tx Tx, v VesselState, snap *envelope.Snapshot
 	return next, tx.SetVessel(ctx, next)
 }
 
-// allItems returns an item for every record of snap, in canonical order:
-// what an activation over an empty index puts.
-func allItems(snap *envelope.Snapshot) []Item {
+// allItems returns an item for every record of snap, in canonical order,
+// first and last seen at seen: what an activation over an empty index
+// puts.
+func allItems(snap *envelope.Snapshot, seen Seen) []Item {
 	put := make([]Item, snap.Manifest.RecordCount)
 	k := 0
 	for _, c := range snap.Chunks {
 		for i := range c.Len() {
 			e := c.Entry(i)
-			put[k] = Item{Key: e.Key, Record: e.Canonical, CurrentlyObserved: true}
+			put[k] = Item{Key: e.Key, Record: e.Canonical, FirstSeen: seen, CurrentlyObserved: true, LastSeen: seen}
 			k++
 		}
 	}
