@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/yachtmemory/sourcecatalog"
+	"github.com/yachtmemory/sourcecatalog/catalog"
 	"github.com/yachtmemory/sourcecatalog/finalize"
 )
 
@@ -41,7 +42,27 @@ type vessel struct {
 	snapshots map[uuid.UUID]finalize.Snapshot
 	chunks    map[chunkKey]finalize.StagedChunk
 	index     []finalize.IndexEntry
-	items     []entry // sorted by key, one per key
+	items     map[catalog.Key]item
+}
+
+// item is an inventory item without its key, which is the map's: small
+// enough for a map to hold in place, where a whole finalize.Item would be
+// allocated apart for every entry. The rest of the item is shared: the
+// items an activation writes all point to one sighting (see tx.intern).
+type item struct {
+	record []byte
+	*sighting
+}
+
+// A sighting is what an item holds besides its key and record. It is
+// never modified once an item points to it.
+type sighting struct {
+	firstSeen, lastSeen finalize.Seen
+	current             bool
+}
+
+func (it item) with(k catalog.Key) finalize.Item {
+	return finalize.Item{Key: k, Record: it.record, FirstSeen: it.firstSeen, CurrentlyObserved: it.current, LastSeen: it.lastSeen}
 }
 
 func (s *Store) vessel(id uuid.UUID) *vessel {
@@ -52,6 +73,7 @@ func (s *Store) vessel(id uuid.UUID) *vessel {
 		v = &vessel{
 			snapshots: make(map[uuid.UUID]finalize.Snapshot),
 			chunks:    make(map[chunkKey]finalize.StagedChunk),
+			items:     make(map[catalog.Key]item),
 		}
 		s.vessels[id] = v
 	}
@@ -86,7 +108,7 @@ type tx struct {
 	dropped   map[uuid.UUID]bool
 	chunks    map[chunkKey]finalize.StagedChunk
 	index     *[]finalize.IndexEntry
-	items     []entry   // written items, sorted by key, one per key
+	items     map[catalog.Key]item
 	sighting  *sighting // the one interned last
 }
 
@@ -120,7 +142,23 @@ func (t *tx) commit() {
 	if t.index != nil {
 		v.index = *t.index
 	}
-	v.items = mergeEntries(v.items, t.items, true)
+	v.items = merge(v.items, t.items)
+}
+
+// merge returns committed updated with the entries of written, which
+// override committed's. It copies the smaller map into the larger one, so
+// that a transaction writing a whole inventory hands over its buffer.
+func merge[K comparable, V any](committed, written map[K]V) map[K]V {
+	if len(written) <= len(committed) {
+		maps.Copy(committed, written)
+		return committed
+	}
+	for k, v := range committed {
+		if _, ok := written[k]; !ok {
+			written[k] = v
+		}
+	}
+	return written
 }
 
 func (t *tx) Vessel(ctx context.Context) (finalize.VesselState, error) {
@@ -270,4 +308,71 @@ func (t *tx) SetIndex(ctx context.Context, index []finalize.IndexEntry) error {
 	}
 	t.index = &index
 	return nil
+}
+
+func (t *tx) item(k catalog.Key) (item, bool) {
+	if it, ok := t.items[k]; ok {
+		return it, true
+	}
+	it, ok := t.v.items[k]
+	return it, ok
+}
+
+// intern returns a sighting equal to s: the last call's when s equals
+// that, so that the items of one activation share theirs.
+func (t *tx) intern(s sighting) *sighting {
+	if t.sighting == nil || *t.sighting != s {
+		t.sighting = new(sighting)
+		*t.sighting = s
+	}
+	return t.sighting
+}
+
+func (t *tx) PutItems(ctx context.Context, items []finalize.Item) error {
+	if err := t.check(ctx); err != nil {
+		return err
+	}
+	if t.items == nil {
+		t.items = make(map[catalog.Key]item, len(items))
+	}
+	for _, it := range items {
+		s := sighting{firstSeen: it.FirstSeen, lastSeen: it.LastSeen, current: it.CurrentlyObserved}
+		if old, ok := t.item(it.Key); ok {
+			s.firstSeen = old.firstSeen
+		}
+		t.items[it.Key] = item{record: it.Record, sighting: t.intern(s)}
+	}
+	return nil
+}
+
+func (t *tx) RetireItems(ctx context.Context, keys []catalog.Key, last finalize.Seen) error {
+	if err := t.check(ctx); err != nil {
+		return err
+	}
+	if t.items == nil {
+		t.items = make(map[catalog.Key]item, len(keys))
+	}
+	for _, k := range keys {
+		if it, ok := t.item(k); ok {
+			it.sighting = t.intern(sighting{firstSeen: it.firstSeen, lastSeen: last})
+			t.items[k] = it
+		}
+	}
+	return nil
+}
+
+func (t *tx) Items(ctx context.Context) ([]finalize.Item, error) {
+	if err := t.check(ctx); err != nil {
+		return nil, err
+	}
+	out := make([]finalize.Item, 0, len(t.v.items)+len(t.items))
+	for k, it := range t.v.items {
+		if _, ok := t.items[k]; !ok {
+			out = append(out, it.with(k))
+		}
+	}
+	for k, it := range t.items {
+		out = append(out, it.with(k))
+	}
+	return out, nil
 }
