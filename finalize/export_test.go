@@ -9,7 +9,7 @@ import (
 
 // Activate exposes the activation step to the benchmarks.
 func Activate(ctx context.Context, tx Tx, v VesselState, snap *envelope.Snapshot, index []IndexEntry) (VesselState, error) {
-	return activate(ctx, tx, v, snap, index)
+	return activate(ctx, tx, v, snap, func() []IndexEntry { return index })
 }
 
 // IndexOf returns the record index of a snapshot.
@@ -19,9 +19,9 @@ func IndexOf(snap *envelope.Snapshot) []IndexEntry {
 		staged[i] = StagedChunk{Snapshot: c.SnapshotID(), Index: c.Index(), Canonical: c.Canonical(), Payload: c.PayloadSHA256()}
 	}
 	m := snap.Manifest.Canonical()
-	_, index, err := verifyStaged(Snapshot{Manifest: m, ManifestDigest: canonical.Sum(m)}, staged)
+	verified, err := verifyStaged(Snapshot{Manifest: m, ManifestDigest: canonical.Sum(m)}, staged)
 	if err != nil {
 		panic(err)
 	}
-	return index
+	return recordIndex(verified)
 }

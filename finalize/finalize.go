@@ -3,6 +3,7 @@ package finalize
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"slices"
@@ -155,7 +156,7 @@ func (r *Receiver) finalize(ctx context.Context, tx Tx, out *Outcome) (result, e
 		out.Status = Staging
 		return nil, nil
 	}
-	snap, index, verr := verifyStaged(s, chunks)
+	snap, verr := verifyStaged(s, chunks)
 	if verr != nil {
 		out.Status, out.Err = Rejected, verr
 		return nil, r.finish(ctx, tx, &s, StateRejected, Rejected, verr.Error())
@@ -170,6 +171,10 @@ func (r *Receiver) finalize(ctx context.Context, tx Tx, out *Outcome) (result, e
 	case m.Revision == v.ActiveRevision:
 		out.Status = AlreadyActive
 		return nil, r.finish(ctx, tx, &s, StateSuperseded, AlreadyActive, "")
+	}
+	var index func() []IndexEntry
+	if needsIndex(v, &snap.Manifest) {
+		index = indexLater(snap)
 	}
 	if err := r.finish(ctx, tx, &s, StateActivated, Activated, ""); err != nil {
 		return nil, err
@@ -230,7 +235,7 @@ func rejection(ctx context.Context, tx Tx, s Snapshot) (why, result, err error) 
 	if err != nil {
 		return nil, nil, err
 	}
-	if _, _, verr := verifyStaged(s, chunks); verr != nil {
+	if _, verr := verifyStaged(s, chunks); verr != nil {
 		return verr, nil, nil
 	}
 	rc := revisionConflict()
@@ -258,11 +263,11 @@ func missing(out *Outcome, s Snapshot, chunks []StagedChunk) bool {
 }
 
 // verifyStaged decodes the staged bytes again and verifies the complete set;
-// the store is not trusted to have kept them intact. It returns the snapshot,
-// whose chunks keep their records' entries, and its record index.
-func verifyStaged(s Snapshot, staged []StagedChunk) (*envelope.Snapshot, []IndexEntry, error) {
+// the store is not trusted to have kept them intact (SPEC.md §8.4). It
+// returns the snapshot, whose chunks keep their records' entries.
+func verifyStaged(s Snapshot, staged []StagedChunk) (*envelope.Snapshot, error) {
 	if canonical.Sum(s.Manifest) != s.ManifestDigest {
-		return nil, nil, sourcecatalog.Errorf(sourcecatalog.ErrHashMismatch, "the staged manifest does not match its digest")
+		return nil, sourcecatalog.Errorf(sourcecatalog.ErrHashMismatch, "the staged manifest does not match its digest")
 	}
 	raw := make([][]byte, len(staged))
 	for i, c := range staged {
@@ -271,21 +276,55 @@ func verifyStaged(s Snapshot, staged []StagedChunk) (*envelope.Snapshot, []Index
 	// Staged bytes are immutable (see Tx): they are decoded in place.
 	snap, err := envelope.DecodeStaged(s.Manifest, raw)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	for _, c := range snap.Chunks {
 		if staged[c.Index()].Payload != c.PayloadSHA256() {
-			return nil, nil, sourcecatalog.Errorf(sourcecatalog.ErrHashMismatch, "a staged chunk does not match its payload hash").InChunk(c.Index())
+			return nil, sourcecatalog.Errorf(sourcecatalog.ErrHashMismatch, "a staged chunk does not match its payload hash").InChunk(c.Index())
 		}
 	}
-	index := make([]IndexEntry, 0, snap.Manifest.RecordCount)
+	return snap, nil
+}
+
+// recordIndex returns the record index of a verified snapshot: each
+// record's key and the SHA-256 of its canonical bytes, in canonical order.
+func recordIndex(snap *envelope.Snapshot) []IndexEntry {
+	index := make([]IndexEntry, snap.Manifest.RecordCount)
+	h := sha256.New() // one hash reset per record costs less than sha256.Sum256
+	k := 0
 	for _, c := range snap.Chunks {
 		for i := range c.Len() {
 			e := c.Entry(i)
-			index = append(index, IndexEntry{Key: e.Key, Digest: canonical.Sum(e.Canonical)})
+			h.Reset()
+			h.Write(e.Canonical)
+			h.Sum(index[k].Digest[:0])
+			index[k].Key = e.Key
+			k++
 		}
 	}
-	return snap, index, nil
+	return index
+}
+
+// needsIndex reports whether activating m needs its record index: the
+// inventory changes only for a document other than the active one.
+func needsIndex(v VesselState, m *envelope.Manifest) bool {
+	return v.ActiveSnapshot == uuid.Nil || m.DocumentSHA256 != v.ActiveDocument
+}
+
+// indexLater starts making snap's record index on another goroutine, which
+// touches nothing but snap, so that hashing every record overlaps with the
+// store's reads and writes that do not need the digests; the function it
+// returns waits for the index.
+func indexLater(snap *envelope.Snapshot) func() []IndexEntry {
+	ready := make(chan []IndexEntry, 1)
+	go func() { ready <- recordIndex(snap) }()
+	var index []IndexEntry
+	return func() []IndexEntry {
+		if ready != nil {
+			index, ready = <-ready, nil
+		}
+		return index
+	}
 }
 
 // finish moves a staging snapshot to a final state, within the retained
@@ -309,22 +348,32 @@ func (r *Receiver) finish(ctx context.Context, tx Tx, s *Snapshot, state Snapsho
 
 // activate brings the inventory up to date for snap and flips the active
 // pointer. Only items that appear, change or leave are written; a document
-// identical to the active one writes only the pointer.
-func activate(ctx context.Context, tx Tx, v VesselState, snap *envelope.Snapshot, index []IndexEntry) (VesselState, error) {
+// identical to the active one writes only the pointer. index returns
+// snap's record index; it is called only when needsIndex, and may be nil
+// otherwise.
+func activate(ctx context.Context, tx Tx, v VesselState, snap *envelope.Snapshot, index func() []IndexEntry) (VesselState, error) {
 	m := &snap.Manifest
 	next := VesselState{
 		ActiveSnapshot: m.SnapshotID, ActiveRevision: m.Revision,
 		ActiveDiscoveredAt: m.DiscoveredAt, ActiveDocument: m.DocumentSHA256,
 	}
-	if v.ActiveSnapshot == uuid.Nil || m.DocumentSHA256 != v.ActiveDocument {
+	if needsIndex(v, m) {
 		old, err := tx.Index(ctx)
 		if err != nil {
 			return v, err
 		}
-		seen := Seen{Revision: m.Revision, At: m.DiscoveredAt}
-		put, retire := diff(old, index, snap)
-		for i := range put {
-			put[i].FirstSeen, put[i].LastSeen = seen, seen
+		var (
+			put    []Item
+			retire []catalog.Key
+			seen   = Seen{Revision: m.Revision, At: m.DiscoveredAt}
+		)
+		if len(old) == 0 {
+			put = allItems(snap, seen) // needs no digest
+		} else {
+			put, retire = diff(old, index(), snap)
+			for i := range put {
+				put[i].FirstSeen, put[i].LastSeen = seen, seen
+			}
 		}
 		if len(put) > 0 {
 			if err := tx.PutItems(ctx, put); err != nil {
@@ -337,11 +386,27 @@ func activate(ctx context.Context, tx Tx, v VesselState, snap *envelope.Snapshot
 				return v, err
 			}
 		}
-		if err := tx.SetIndex(ctx, index); err != nil {
+		if err := tx.SetIndex(ctx, index()); err != nil {
 			return v, err
 		}
 	}
 	return next, tx.SetVessel(ctx, next)
+}
+
+// allItems returns an item for every record of snap, in canonical order,
+// first and last seen at seen: what an activation over an empty index
+// puts.
+func allItems(snap *envelope.Snapshot, seen Seen) []Item {
+	put := make([]Item, snap.Manifest.RecordCount)
+	k := 0
+	for _, c := range snap.Chunks {
+		for i := range c.Len() {
+			e := c.Entry(i)
+			put[k] = Item{Key: e.Key, Record: e.Canonical, FirstSeen: seen, CurrentlyObserved: true, LastSeen: seen}
+			k++
+		}
+	}
+	return put
 }
 
 // diff merges the active index with the new one (both in canonical order)
@@ -349,9 +414,6 @@ func activate(ctx context.Context, tx Tx, v VesselState, snap *envelope.Snapshot
 // of records that leave the selection.
 func diff(old, cur []IndexEntry, snap *envelope.Snapshot) (put []Item, retire []catalog.Key) {
 	records := recordCursor{chunks: snap.Chunks}
-	if len(old) == 0 {
-		put = make([]Item, 0, len(cur)) // a first activation puts every record
-	}
 	i, k := 0, 0
 	for i < len(old) || k < len(cur) {
 		// Equal digests mean equal records, keys included: the common case
