@@ -163,6 +163,10 @@ type CycleReport struct {
 	// Final is what Finalize reports for the snapshot at the end of the
 	// demo: superseded for the first cycle, already_active for the second.
 	Final finalize.OutcomeStatus
+	// Over the HTTP binding: the bytes of the request bodies the cycle's
+	// passes sent, and of the same requests whole and uncompressed
+	// (LinkStats.BodyBytes, WholeBytes).
+	BodyBytes, WholeBytes int64
 }
 
 // Change is one item of the inventory that differs between the two
@@ -245,11 +249,16 @@ func Run(ctx context.Context, cfg Config, w io.Writer) (Report, error) {
 			origin: finalize.Origin{VesselID: d.vessel},
 		}
 	}
-	d.publisher = outbox.NewPublisher(d.outbox, d.vessel, d.link, outbox.WithReceiverV2(true))
+	pubOpts := []outbox.PublisherOption{outbox.WithReceiverV2(true)}
+	if l, ok := d.link.(*httpLink); ok {
+		pubOpts = l.publisherOptions()
+	}
+	d.publisher = outbox.NewPublisher(d.outbox, d.vessel, d.link, pubOpts...)
 
 	d.out.printf("sourcecatalog demo: seed %d, vessel %s, outbox %s, receiver store %s\n", cfg.Seed, d.vessel, boxName, storeName)
-	if cfg.HTTP != nil {
+	if l, ok := d.link.(*httpLink); ok {
 		d.out.printf("link: %s\n", cfg.HTTP)
+		d.out.printf("receiver declares: %s\n", l.declared)
 	} else {
 		d.out.printf("link: %s\n", link)
 	}
@@ -521,6 +530,16 @@ func (d *run) cycle(records []*catalog.Record) error {
 		return err
 	}
 
+	if l, ok := d.link.(*httpLink); ok {
+		l.expect(commit.Entries)
+		start, _ := d.link.snapshot()
+		defer func() {
+			end, _ := d.link.snapshot()
+			c.BodyBytes, c.WholeBytes = end.BodyBytes-start.BodyBytes, end.WholeBytes-start.WholeBytes
+			d.out.printf("  bytes: %d of request bodies in %s; %d with every entry whole and uncompressed (%s saved)\n",
+				c.BodyBytes, plural(end.Sent-start.Sent, "request"), c.WholeBytes, percent(1-float64(c.BodyBytes)/float64(c.WholeBytes)))
+		}()
+	}
 	for pass := 1; ; pass++ {
 		if pass > d.max {
 			return fmt.Errorf("demo: cycle %d: still not delivered and activated after %d publish passes", n, d.max)

@@ -60,6 +60,12 @@ type httpLink struct {
 	srv        *http.Server
 	served     chan error // ServeTLS's return
 	serverAddr string
+	// declared is the server's capability declaration (SPEC.md §11.7),
+	// which the sender follows as --receiver-v2=auto does: bodies gzipped
+	// and unchanged chunks sent by reference.
+	declared httpbinding.Declaration
+
+	whole map[string]int64 // by entity key: the request of the entry whole and uncompressed
 
 	mu    sync.Mutex
 	stats LinkStats
@@ -86,11 +92,18 @@ func startHTTP(cfg HTTPLink, seed uint64, recv *finalize.Receiver, vessel uuid.U
 		return nil, err
 	}
 	l = &httpLink{served: make(chan error, 1)}
-	h := httpbinding.NewHandler(recv, httpbinding.MutualTLS{ClientCAs: ca.Pool}, httpbinding.WithObserver(l.observe))
+	h := httpbinding.NewHandler(recv, httpbinding.MutualTLS{ClientCAs: ca.Pool}, httpbinding.WithChunkReferences(true), httpbinding.WithObserver(l.observe))
 	tc := httpbinding.ServerTLSConfig(serverCert, ca.Pool)
 	tc.MaxVersion = tls.VersionTLS12 // the proxy reads TLS 1.2 records
 	// The proxy's resets and cuts are logged as failed writes: not news.
-	if l.srv, err = httpbinding.NewServer("", h, tc, httpbinding.Timeouts{}, log.New(io.Discard, "", 0)); err != nil {
+	if l.srv, err = httpbinding.NewServer("", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.ContentLength > 0 {
+			l.mu.Lock()
+			l.stats.BodyBytes += r.ContentLength
+			l.mu.Unlock()
+		}
+		h.ServeHTTP(w, r)
+	}), tc, httpbinding.Timeouts{}, log.New(io.Discard, "", 0)); err != nil {
 		return nil, err
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -111,16 +124,52 @@ func startHTTP(cfg HTTPLink, seed uint64, recv *finalize.Receiver, vessel uuid.U
 	if err != nil {
 		return l, fmt.Errorf("demo: %w", err)
 	}
-	l.client, err = httpbinding.NewClient("https://"+l.proxy.Addr()+"/v2/messages",
-		httpbinding.WithTLSConfig(httpbinding.ClientTLSConfig(ca.Pool, &vesselCert)),
-		httpbinding.WithTimeout(cfg.Timeout))
+	// The declaration is read from the server itself, not through the
+	// proxy, so that the proxy's faults fall on the messages alone.
+	tlsConfig := httpbinding.ClientTLSConfig(ca.Pool, &vesselCert)
+	direct, err := httpbinding.NewClient("https://"+l.serverAddr+"/v2/messages", httpbinding.WithTLSConfig(tlsConfig), httpbinding.WithTimeout(cfg.Timeout))
+	if err != nil {
+		return l, err
+	}
+	defer direct.CloseIdleConnections()
+	if l.declared, err = direct.Declaration(context.Background()); err != nil {
+		return l, fmt.Errorf("demo: the capability declaration: %w", err)
+	}
+	opts := []httpbinding.ClientOption{httpbinding.WithTLSConfig(tlsConfig), httpbinding.WithTimeout(cfg.Timeout)}
+	if l.declared.Has(httpbinding.CapabilityRequestGzip) {
+		opts = append(opts, httpbinding.WithRequestCompression())
+	}
+	l.client, err = httpbinding.NewClient("https://"+l.proxy.Addr()+"/v2/messages", opts...)
 	return l, err
+}
+
+// publisherOptions are the Publisher's options for what the server
+// declared: the gate open, references when it takes them.
+func (l *httpLink) publisherOptions() []outbox.PublisherOption {
+	return []outbox.PublisherOption{
+		outbox.WithReceiverV2(l.declared.V2()),
+		outbox.WithChunkReferences(l.declared.Has(httpbinding.CapabilityChunkReference)),
+	}
+}
+
+// expect notes the size of each entry's request whole and uncompressed,
+// for the requests that send it (LinkStats.WholeBytes).
+func (l *httpLink) expect(entries []outbox.Entry) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.whole == nil {
+		l.whole = map[string]int64{}
+	}
+	for _, e := range entries {
+		l.whole[e.EntityKey] = int64(len(envelope.DefaultWrapper{}.Wrap(nil, e.EntityType, e.EntityKey, e.Payload)))
+	}
 }
 
 // Send implements outbox.Transport.
 func (l *httpLink) Send(ctx context.Context, e outbox.Entry) (envelope.Receipt, error) {
 	l.mu.Lock()
 	l.stats.Sent++
+	l.stats.WholeBytes += l.whole[e.EntityKey] // a reference's key is its chunk's
 	l.mu.Unlock()
 	return l.client.Send(ctx, e)
 }
@@ -133,6 +182,9 @@ func (l *httpLink) observe(e httpbinding.Event) {
 	defer l.mu.Unlock()
 	switch e.Kind {
 	case httpbinding.EventMessage:
+		if e.Outcome == httpbinding.OutcomeDeclaration {
+			return // the GET of startHTTP
+		}
 		l.stats.Deliveries++
 		switch {
 		case e.Outcome == string(envelope.Staged):

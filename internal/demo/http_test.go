@@ -27,6 +27,13 @@ func TestRunOverHTTP(t *testing.T) {
 	assert.Equal(t, r.Entries+lost, s.Sent, "nothing but the lost receipts is resent")
 	assert.Equal(t, s.Sent, s.Deliveries, "every request reaches the server")
 	assert.Zero(t, s.DroppedRequests+s.DroppedReceipts+s.Duplicated+s.Reordered)
+	// The sender follows the declaration: every body gzipped, at most a
+	// quarter of the same requests whole and uncompressed.
+	for i, c := range r.Cycles {
+		assert.Positive(t, c.BodyBytes, "cycle %d", i+1)
+		assert.LessOrEqual(t, 4*c.BodyBytes, c.WholeBytes, "cycle %d: %d bytes sent, %d whole", i+1, c.BodyBytes, c.WholeBytes)
+	}
+	assert.Equal(t, s.BodyBytes, r.Cycles[0].BodyBytes+r.Cycles[1].BodyBytes)
 	for _, want := range []string{
 		"link: HTTPS with mutual TLS on 127.0.0.1 through a fault proxy that resets 15% of the connections after the server answered, cuts 15% of the answers midway and delays 15% by 20ms\n",
 		"1 answer reset",
@@ -36,6 +43,8 @@ func TestRunOverHTTP(t *testing.T) {
 		"  receiver:   12 deliveries: 6 staged, 6 already_received\n",
 		"verified: active revision 2 is cycle 2's snapshot; 129 inventory items as expected; 6 of 6 outbox entries delivered\n",
 		"shutdown: the server and the fault proxy stopped cleanly\n",
+		`receiver declares: {"capabilities":["chunk_reference","request_gzip"],"protocols":["yachtmemory.source-catalog.v2"]}` + "\n",
+		"  bytes: 14919 of request bodies in 7 requests; 81470 with every entry whole and uncompressed (82% saved)\n",
 	} {
 		assert.Contains(t, out, want)
 	}

@@ -77,6 +77,11 @@ type LinkStats struct {
 	Cuts              int // answers cut midway
 	Delays            int // answers held back
 	ServerActivations int
+	// BodyBytes is the bytes of request bodies the server received, as
+	// sent: gzipped, and a chunk sent by reference as its reference;
+	// WholeBytes what the same requests would have been with each entry
+	// whole and uncompressed.
+	BodyBytes, WholeBytes int64
 }
 
 // Errors the link gives the publisher for a lost message. The publisher
