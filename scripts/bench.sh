@@ -95,6 +95,7 @@ bench sqlitestore . '^BenchmarkActivation$' 1x
 bench sqlitestore . '^BenchmarkGroupCommit$' 3x
 bench . ./signalk/ '^BenchmarkDiscover$' 10x
 bench . ./httpbinding/ '^(BenchmarkHostileGzip|BenchmarkRequestBytes)$' 20x
+bench . ./outbox/ '^BenchmarkChunkRefs$' 5x
 
 if [[ -z ${SOURCECATALOG_MYSQL_DSN:-} ]]; then
   if mdb_find_server >/dev/null 2>&1 || [[ $(id -u) -eq 0 ]]; then
@@ -158,7 +159,8 @@ B3 decode+verify, max|BenchmarkB3DecodeVerify/max|x_unmarshal|floor|||<=|1.0
 B3 decode+verify, typical|BenchmarkB3DecodeVerify/typical|x_unmarshal|floor|||<=|1.0
 Memory, Build|BenchmarkMemory/build|alloc_x_canonical|alloc|||<=|4
 Memory, DecodeSnapshot|BenchmarkMemory/decode|alloc_x_canonical|alloc|||<=|4
-B4 receive+finalize vs decode|BenchmarkB4ReceiveFinalize|x_decode|floor|||<=|2
+B4 receive+finalize vs decode|BenchmarkB4ReceiveFinalize|x_decode|floor|||<=|1.8
+B4 floor (decode at receipt + at Finalize) vs decode|BenchmarkB4ReceiveFinalize|floor_x_decode|ratio|||
 B4 allocation vs canonical size|BenchmarkB4ReceiveFinalize|B/op|allocof||BenchmarkMemory/build|<=|4
 B4b identical vs first|BenchmarkB4bActivation/identical|x_first|xfirst||first_ms|<=|0.02
 B4b 1 % changed vs first|BenchmarkB4bActivation/changed-1pct|x_first|xfirst||first_ms|<=|0.05
@@ -190,6 +192,18 @@ gzip requests vs plain, example boat|BenchmarkRequestBytes/example|gzip_x_plain|
 gzip requests vs plain, typical boat|BenchmarkRequestBytes/typical|gzip_x_plain|ratio|||<=|0.25
 zip bomb: MB allocated per request|BenchmarkHostileGzip|alloc_MB|ratio|||<=|1
 zip bomb: ms per request|BenchmarkHostileGzip|ms|ratio|||<=|50
+bytes, example boat: first cycle gzipped vs plain|BenchmarkChunkRefs/example|first-gzip/first|ratio|||<=|0.25
+bytes, example boat: identical second by reference|BenchmarkChunkRefs/example|identical-on/first|ratio|||<=|0.05
+bytes, example boat: identical second, reference + gzip|BenchmarkChunkRefs/example|identical-on-gzip/first|ratio|||<=|0.05
+bytes, example boat: 1 % changed, reference|BenchmarkChunkRefs/example|changed-on/first|ratio|||
+bytes, example boat: 1 % changed, reference + gzip|BenchmarkChunkRefs/example|changed-on-gzip/first|ratio|||<=|0.60
+bytes, typical boat: first cycle gzipped vs plain|BenchmarkChunkRefs/typical|first-gzip/first|ratio|||<=|0.25
+bytes, typical boat: identical second by reference|BenchmarkChunkRefs/typical|identical-on/first|ratio|||<=|0.05
+bytes, typical boat: identical second, reference + gzip|BenchmarkChunkRefs/typical|identical-on-gzip/first|ratio|||<=|0.05
+bytes, typical boat: 1 % changed, reference|BenchmarkChunkRefs/typical|changed-on/first|ratio|||
+bytes, typical boat: 1 % changed, reference + gzip|BenchmarkChunkRefs/typical|changed-on-gzip/first|ratio|||<=|0.60
+shore time, identical round by reference vs first|BenchmarkChunkRefs/typical|identical-cpu/first|ratio|||<=|0.20
+shore floor: one verification of the staged set vs first|BenchmarkChunkRefs/typical|verify-floor/first|ratio|||
 fleet SQLite round 1 vs floor A|BenchmarkServeFleet/sqlite|r1_x_floor_a|median|r1_ms|floor_a_ms|<=|2.5
 fleet SQLite round 2 vs floor A|BenchmarkServeFleet/sqlite|r2_x_floor_a|median|r2_ms|floor_a_ms|<=|2
 fleet SQLite round 1 vs floor B|BenchmarkServeFleet/sqlite|r1_x_floor_b|median|r1_ms|floor_b_ms||
