@@ -188,9 +188,13 @@ func ErrorNumber(err error) (uint16, bool) {
 // WithVessel implements finalize.Store.
 func (s *Store) WithVessel(ctx context.Context, vesselID uuid.UUID, fn func(finalize.Tx) error) error {
 	return s.retry(ctx, func() error {
-		return s.transact(ctx, vesselsTable, vesselID[:], func(q querier) error {
-			t := &tx{s: s, tx: q, vessel: vesselID[:]}
+		t := &tx{s: s, vessel: vesselID[:]}
+		return s.transact(ctx, vesselsTable, vesselID[:], vesselColumns, t.row.dest(), func(q querier) error {
+			t.tx = q
 			defer func() { t.done = true }()
+			if err := t.lockedRow(); err != nil {
+				return err
+			}
 			return fn(t)
 		})
 	})
@@ -247,7 +251,9 @@ var ErrTransactionLost error = sourcecatalog.Errorf(sourcecatalog.ErrStoreUnavai
 // needed), and commits it when body returns nil. Otherwise, or when body
 // panics, nothing body wrote is committed, and body's error is returned
 // unchanged unless the transaction was lost (below), when it is reported
-// under ErrTransactionLost.
+// under ErrTransactionLost. The statement that takes the lock also reads
+// the row's columns named by returning (a comma-separated list, or "")
+// into dest, before body runs.
 //
 // The transaction runs with autocommit off and takes the lock by writing a
 // random token into the vessel row; before COMMIT it reads the token back.
@@ -256,6 +262,12 @@ var ErrTransactionLost error = sourcecatalog.Errorf(sourcecatalog.ErrStoreUnavai
 // implicit transaction, since autocommit is off) are rolled back too, and
 // transact returns ErrTransactionLost. Were autocommit on, each of those
 // statements would have committed on its own, outside the vessel lock.
+//
+// Around body the transaction costs three statements: one SET that turns
+// autocommit off and sets the isolation of the next transaction only (the
+// session's own level is left as it is), COMMIT or ROLLBACK, and the SET
+// that turns autocommit back on. The lock statement opens the transaction
+// (autocommit is off), so no START TRANSACTION is needed but on Galera.
 //
 // On Galera two more measures apply. The transaction starts with a
 // causality wait (wsrep_sync_wait = 1 for START TRANSACTION; a wait set
@@ -271,13 +283,14 @@ var ErrTransactionLost error = sourcecatalog.Errorf(sourcecatalog.ErrStoreUnavai
 //
 // The connection goes back to the pool in autocommit mode with no
 // transaction open, or is discarded.
-func (s *Store) transact(ctx context.Context, table string, vessel []byte, body func(querier) error) error {
+func (s *Store) transact(ctx context.Context, table string, vessel []byte, returning string, dest []any, body func(querier) error) error {
 	// Decide before taking a connection: the first decision queries the
 	// server on a connection of its own.
 	galera := s.isGalera(ctx)
-	begin, check := "START TRANSACTION", "SELECT lock_token, '' FROM "+table+" WHERE vessel_id = ?"
+	begin := []string{beginStatement}
+	check := "SELECT lock_token, '' FROM " + table + " WHERE vessel_id = ?"
 	if galera {
-		begin = "SET STATEMENT wsrep_sync_wait = 1 FOR START TRANSACTION"
+		begin = append(begin, "SET STATEMENT wsrep_sync_wait = 1 FOR START TRANSACTION")
 		check = "SELECT lock_token, WSREP_LAST_WRITTEN_GTID() FROM " + table + " WHERE vessel_id = ?"
 	}
 	conn, err := s.db.Conn(ctx)
@@ -309,18 +322,18 @@ func (s *Store) transact(ctx context.Context, table string, vessel []byte, body 
 		if _, err := conn.ExecContext(run, stmt); err != nil {
 			return err
 		}
-		_, err := conn.ExecContext(cleanup, "SET SESSION autocommit = 1")
+		_, err := conn.ExecContext(cleanup, endStatement)
 		reusable = err == nil
 		return nil
 	}
-	for _, stmt := range []string{"SET SESSION autocommit = 0", "SET TRANSACTION ISOLATION LEVEL READ COMMITTED", begin} {
+	for _, stmt := range begin {
 		if _, err := conn.ExecContext(ctx, stmt); err != nil {
 			end("ROLLBACK")
 			return wrap("begin", err)
 		}
 	}
-	token := rand.Int64() | 1 // never the column's default, 0
-	if err := lockRow(ctx, conn, table, vessel, token); err != nil {
+	token, err := lockRow(ctx, conn, table, vessel, returning, dest)
+	if err != nil {
 		end("ROLLBACK")
 		return wrap("lock vessel", err)
 	}
@@ -366,6 +379,14 @@ func (s *Store) transact(ctx context.Context, table string, vessel []byte, body 
 	return nil
 }
 
+// beginStatement turns autocommit off and sets the isolation level of the
+// next transaction (@@tx_isolation without a scope, as SET TRANSACTION
+// does), in one statement; endStatement turns autocommit on again.
+const (
+	beginStatement = "SET @@autocommit = 0, @@tx_isolation = 'READ-COMMITTED'"
+	endStatement   = "SET @@autocommit = 1"
+)
+
 func (s *Store) runHook(ctx context.Context, point hookPoint, q querier) {
 	if s.hook != nil {
 		s.hook(ctx, point, q)
@@ -373,25 +394,24 @@ func (s *Store) runHook(ctx context.Context, point hookPoint, q querier) {
 }
 
 // lockRow write-locks the vessel's row in table, inserting it first when
-// it does not exist, and writes token into it. The lock is a write, not
-// SELECT … FOR UPDATE: on Galera a row lock is local to its node, but a
-// written row is in the transaction's write set, so two transactions of one
-// vessel on different nodes always conflict. (A token equal to the row's
-// previous one, a 2⁻⁶³ chance, changes no row and fails the call.)
-func lockRow(ctx context.Context, q querier, table string, vessel []byte, token int64) error {
-	for range 2 {
-		res, err := q.ExecContext(ctx, inline("UPDATE "+table+" SET lock_token = ? WHERE vessel_id = ?", token, vessel))
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil || n == 1 {
-			return err
-		}
-		if _, err := q.ExecContext(ctx, inline("INSERT IGNORE INTO "+table+" (vessel_id) VALUES (?)", vessel)); err != nil {
-			return err
-		}
+// it does not exist, writes a random token into it and returns the token;
+// the same statement reads the row's columns named by returning (after the
+// write) into dest. The lock is a write, not SELECT … FOR UPDATE: on Galera
+// a row lock is local to its node, but a written row is in the
+// transaction's write set, so two transactions of one vessel on different
+// nodes always conflict. The token always changes the row: a drawn token
+// equal to the row's (a 2⁻⁶³ chance) is written negated.
+func lockRow(ctx context.Context, q querier, table string, vessel []byte, returning string, dest []any) (int64, error) {
+	token := rand.Int64() | 1 // never the column's default, 0
+	cols := "lock_token"
+	if returning != "" {
+		cols += ", " + returning
 	}
-	return errors.New("the vessel row vanished while locking it")
+	var got int64
+	err := q.QueryRowContext(ctx, inline("INSERT INTO "+table+" (vessel_id, lock_token) VALUES (?, ?)"+
+		" ON DUPLICATE KEY UPDATE lock_token = IF(lock_token = ?, -?, ?) RETURNING "+cols,
+		vessel, token, token, token, token)).Scan(append([]any{&got}, dest...)...)
+	return got, err
 }
 
 // isGalera reports whether transactions take the Galera measures: as

@@ -355,3 +355,30 @@ func TestActivationBatchesStatements(t *testing.T) {
 		assert.LessOrEqual(t, u1-u0, tc.maxUpdates, "batch %d: UPDATE statements", tc.batch)
 	}
 }
+
+// TestTransactionsReadCommitted: a transaction reads at READ COMMITTED (a
+// change committed while it runs is seen by its next read), set for that
+// transaction only: the session's own level is left as it was, and with
+// it every other user of the pool.
+func TestTransactionsReadCommitted(t *testing.T) {
+	db := migrated(t)
+	db.SetMaxOpenConns(2)
+	ctx := context.Background()
+	_, err := db.ExecContext(ctx, "CREATE TABLE probe (id INT PRIMARY KEY, v INT NOT NULL) ENGINE=InnoDB")
+	require.NoError(t, err)
+	_, err = db.ExecContext(ctx, "INSERT INTO probe VALUES (1, 0)")
+	require.NoError(t, err)
+	var sessionLevel, defaultLevel string
+	require.NoError(t, db.QueryRowContext(ctx, "SELECT @@global.tx_isolation").Scan(&defaultLevel))
+	var first, second int
+	store := mysqlstore.New(db)
+	mysqlstore.OnLock(store, func(ctx context.Context, q mysqlstore.Querier) {
+		require.NoError(t, q.QueryRowContext(ctx, "SELECT v, @@session.tx_isolation FROM probe WHERE id = 1").Scan(&first, &sessionLevel))
+		_, err := db.ExecContext(ctx, "UPDATE probe SET v = v + 1 WHERE id = 1") // another connection, committed
+		require.NoError(t, err)
+		require.NoError(t, q.QueryRowContext(ctx, "SELECT v FROM probe WHERE id = 1").Scan(&second))
+	})
+	require.NoError(t, store.WithVessel(ctx, uuid.New(), func(finalize.Tx) error { return nil }))
+	assert.Equal(t, first+1, second, "the transaction sees what was committed while it ran")
+	assert.Equal(t, defaultLevel, sessionLevel, "the session's own isolation level is untouched")
+}
