@@ -39,8 +39,8 @@ func (o *Outbox) WithVessel(ctx context.Context, vesselID uuid.UUID, fn func(out
 	return o.s.retry(ctx, func() error {
 		t := &outboxTx{s: o.s, id: vesselID, vessel: vesselID[:]}
 		// The lock reads the vessel's last revision.
-		return o.s.transact(ctx, outboxVesselsTable, vesselID[:], "last_revision", []any{&t.last}, func(q querier) error {
-			t.tx = q
+		return o.s.transact(ctx, outboxVesselsTable, vesselID[:], "last_revision", []any{&t.last}, func(c *txConn) error {
+			t.tx = c
 			defer func() { t.done = true }()
 			return fn(t)
 		})

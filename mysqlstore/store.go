@@ -189,8 +189,8 @@ func ErrorNumber(err error) (uint16, bool) {
 func (s *Store) WithVessel(ctx context.Context, vesselID uuid.UUID, fn func(finalize.Tx) error) error {
 	return s.retry(ctx, func() error {
 		t := &tx{s: s, vessel: vesselID[:]}
-		return s.transact(ctx, vesselsTable, vesselID[:], vesselColumns, t.row.dest(), func(q querier) error {
-			t.tx = q
+		return s.transact(ctx, vesselsTable, vesselID[:], vesselColumns, t.row.dest(), func(c *txConn) error {
+			t.tx, t.conn = c, c
 			defer func() { t.done = true }()
 			if err := t.lockedRow(); err != nil {
 				return err
@@ -263,6 +263,10 @@ var ErrTransactionLost error = sourcecatalog.Errorf(sourcecatalog.ErrStoreUnavai
 // transact returns ErrTransactionLost. Were autocommit on, each of those
 // statements would have committed on its own, outside the vessel lock.
 //
+// When the body's last statement was itself conditioned on the token and
+// found it (a txConn confirmed it), that statement did the check, and no
+// other is needed.
+//
 // Around body the transaction costs three statements: one SET that turns
 // autocommit off and sets the isolation of the next transaction only (the
 // session's own level is left as it is), COMMIT or ROLLBACK, and the SET
@@ -283,7 +287,7 @@ var ErrTransactionLost error = sourcecatalog.Errorf(sourcecatalog.ErrStoreUnavai
 //
 // The connection goes back to the pool in autocommit mode with no
 // transaction open, or is discarded.
-func (s *Store) transact(ctx context.Context, table string, vessel []byte, returning string, dest []any, body func(querier) error) error {
+func (s *Store) transact(ctx context.Context, table string, vessel []byte, returning string, dest []any, body func(*txConn) error) error {
 	// Decide before taking a connection: the first decision queries the
 	// server on a connection of its own.
 	galera := s.isGalera(ctx)
@@ -349,7 +353,8 @@ func (s *Store) transact(ctx context.Context, table string, vessel []byte, retur
 		}
 		return wrap("check transaction", err)
 	}
-	if err := body(conn); err != nil {
+	c := &txConn{Conn: conn, token: token, confirmed: -1}
+	if err := body(c); err != nil {
 		// An error read from a lost transaction's leftovers means nothing:
 		// report the loss, which is retried.
 		if !s.retryable(err) && errors.Is(held(), ErrTransactionLost) {
@@ -358,9 +363,13 @@ func (s *Store) transact(ctx context.Context, table string, vessel []byte, retur
 		end("ROLLBACK")
 		return err
 	}
-	if err := held(); err != nil {
-		end("ROLLBACK")
-		return err
+	// A last statement that found the token did the check (off Galera,
+	// which needs the GTID that the check reads).
+	if galera || c.confirmed != c.statements {
+		if err := held(); err != nil {
+			end("ROLLBACK")
+			return err
+		}
 	}
 	s.runHook(ctx, hookChecked, conn)
 	if err := end("COMMIT"); err != nil {
@@ -378,6 +387,36 @@ func (s *Store) transact(ctx context.Context, table string, vessel []byte, retur
 	}
 	return nil
 }
+
+// A txConn is the connection of a transaction as its body sees it. It
+// counts the statements run through it, and a statement that is
+// conditioned on the vessel row holding the transaction's token, and found
+// it, marks itself confirmed: when it is the last statement before COMMIT,
+// it has done the token check (see transact), and transact skips it.
+type txConn struct {
+	*sql.Conn
+	token      int64 // the transaction's token in the vessel row
+	statements int   // statements run
+	confirmed  int   // the number of the last statement that found the token, or -1
+}
+
+func (c *txConn) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	c.statements++
+	return c.Conn.ExecContext(ctx, query, args...)
+}
+
+func (c *txConn) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	c.statements++
+	return c.Conn.QueryContext(ctx, query, args...)
+}
+
+func (c *txConn) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	c.statements++
+	return c.Conn.QueryRowContext(ctx, query, args...)
+}
+
+// confirm records that the statement just run found the token.
+func (c *txConn) confirm() { c.confirmed = c.statements }
 
 // beginStatement turns autocommit off and sets the isolation level of the
 // next transaction (@@tx_isolation without a scope, as SET TRANSACTION

@@ -294,6 +294,22 @@ func TestLostTransactionCommitsNothing(t *testing.T) {
 	assert.Equal(t, 1, count("SELECT COUNT(*) FROM signalk_catalog_snapshots_v2 WHERE state = 'staging'"), "the snapshot is still staging")
 	requireCleanSession()
 
+	// A receive, whose last statement is the snapshot write conditioned
+	// on the token: a lost one writes nothing, and says so.
+	next := build(t, vessel, 2, catalogOf(t, 40, catalog.UnitOf("m"), "environment.depth"))
+	for i, raw := range [][]byte{next.Manifest.Canonical(), next.Chunks[0].Canonical()} {
+		receive := finalize.NewReceiver(always).ReceiveChunk
+		if i == 0 {
+			receive = finalize.NewReceiver(always).ReceiveManifest
+		}
+		mysqlstore.EndTransactions(always, mysqlstore.AfterLock, 3)
+		_, err = receive(ctx, finalize.Origin{VesselID: vessel}, raw)
+		require.ErrorIs(t, err, mysqlstore.ErrTransactionLost, "message %d", i)
+		assert.Zero(t, count("SELECT COUNT(*) FROM signalk_catalog_snapshots_v2 WHERE revision = 2"), "message %d: no snapshot row of the lost receives", i)
+		assert.Zero(t, count(mysqlstore.Inline("SELECT COUNT(*) FROM signalk_catalog_chunks_v2 WHERE snapshot_id = ?", next.Manifest.SnapshotID[:])), "message %d: no chunk", i)
+		requireCleanSession()
+	}
+
 	var retried []uint16
 	once := mysqlstore.New(db, mysqlstore.WithRetryObserver(func(n uint16) { retried = append(retried, n) }))
 	mysqlstore.EndTransactions(once, mysqlstore.AfterLock, 1)

@@ -1,6 +1,7 @@
 package mysqlstore
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/sha256"
@@ -28,6 +29,7 @@ import (
 type tx struct {
 	s         *Store
 	tx        querier
+	conn      *txConn // the same connection, for token-conditioned writes
 	vessel    []byte
 	row       vesselRow            // the vessel row as the lock read it
 	state     finalize.VesselState // the vessel row, up to date
@@ -227,28 +229,50 @@ func (t *tx) readSnapshots(ctx context.Context, chunksOf *uuid.UUID) error {
 	return nil
 }
 
+// PutSnapshot writes the snapshot row in one statement conditioned on the
+// vessel row holding the transaction's token (see txConn): a receive's
+// last statement, which then needs no token check after it. A snapshot
+// whose row this transaction read with the same manifest is updated
+// without its manifest.
 func (t *tx) PutSnapshot(ctx context.Context, s finalize.Snapshot) error {
 	t.check()
 	var manifest, digest any
 	if s.Manifest != nil {
 		manifest, digest = s.Manifest, s.ManifestDigest[:]
 	}
-	_, err := t.exec(ctx, `INSERT INTO signalk_catalog_snapshots_v2
-		(vessel_id, `+snapshotColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	reason := boundReason(s.Reason)
+	var q string
+	if i := t.snapshotAt(s.ID); t.snapsRead && i >= 0 && sameManifest(t.snapshots[i], s) {
+		q = inline(`UPDATE signalk_catalog_snapshots_v2 AS s JOIN `+vesselsTable+` AS v
+			ON v.vessel_id = s.vessel_id AND v.lock_token = ?
+			SET s.revision = ?, s.state = ?, s.final_status = ?, s.chunk_count = ?, s.record_count = ?,
+			s.chunks_staged = ?, s.staged_bytes = ?, s.reason = ?
+			WHERE s.vessel_id = ? AND s.snapshot_id = ?`, t.conn.token,
+			s.Revision, string(s.State), string(s.Final), s.ChunkCount, s.RecordCount, s.ChunksStaged, s.StagedBytes, reason,
+			t.vessel, s.ID[:])
+	} else {
+		q = inline(`INSERT INTO signalk_catalog_snapshots_v2
+		(vessel_id, `+snapshotColumns+`) SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
+		FROM `+vesselsTable+` WHERE vessel_id = ? AND lock_token = ?
 		ON DUPLICATE KEY UPDATE revision = VALUES(revision), state = VALUES(state),
 		final_status = VALUES(final_status), manifest = VALUES(manifest),
 		manifest_sha256 = VALUES(manifest_sha256), chunk_count = VALUES(chunk_count),
 		record_count = VALUES(record_count), chunks_staged = VALUES(chunks_staged),
 		staged_bytes = VALUES(staged_bytes), reason = VALUES(reason)`,
-		t.vessel, s.ID[:], s.Revision, string(s.State), string(s.Final), manifest, digest,
-		s.ChunkCount, s.RecordCount, s.ChunksStaged, s.StagedBytes, boundReason(s.Reason))
+			t.vessel, s.ID[:], s.Revision, string(s.State), string(s.Final), manifest, digest,
+			s.ChunkCount, s.RecordCount, s.ChunksStaged, s.StagedBytes, reason, t.vessel, t.conn.token)
+	}
+	res, err := t.tx.ExecContext(ctx, q)
 	if err != nil {
 		return wrap("write snapshot", err)
+	}
+	if n, err := res.RowsAffected(); err == nil && n > 0 {
+		t.conn.confirm()
 	}
 	if t.snapsRead {
 		// What a read would return: the reason as its column holds it,
 		// and no digest without a manifest.
-		s.Reason = boundReason(s.Reason)
+		s.Reason = reason
 		if s.Manifest == nil {
 			s.ManifestDigest = canonical.Digest{}
 		}
@@ -259,6 +283,15 @@ func (t *tx) PutSnapshot(ctx context.Context, s finalize.Snapshot) error {
 		}
 	}
 	return nil
+}
+
+// sameManifest reports whether s has the manifest that the stored row old
+// has, as a read returns it.
+func sameManifest(old, s finalize.Snapshot) bool {
+	if s.Manifest == nil {
+		return old.Manifest == nil
+	}
+	return old.Manifest != nil && old.ManifestDigest == s.ManifestDigest && bytes.Equal(old.Manifest, s.Manifest)
 }
 
 // boundReason fits a rejection reason into its column.
