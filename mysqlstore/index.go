@@ -28,7 +28,7 @@ import (
 // into segments.
 
 const (
-	segmentEvery = 16  // entries of a segment on average
+	segmentEvery = 32  // entries of a segment on average
 	segmentMax   = 256 // entries of a segment at most
 )
 

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/yachtmemory/sourcecatalog"
+	"github.com/yachtmemory/sourcecatalog/canonical"
 	"github.com/yachtmemory/sourcecatalog/catalog"
 	"github.com/yachtmemory/sourcecatalog/envelope"
 	"github.com/yachtmemory/sourcecatalog/finalize"
@@ -397,4 +398,37 @@ func TestTransactionsReadCommitted(t *testing.T) {
 	require.NoError(t, store.WithVessel(ctx, uuid.New(), func(finalize.Tx) error { return nil }))
 	assert.Equal(t, first+1, second, "the transaction sees what was committed while it ran")
 	assert.Equal(t, defaultLevel, sessionLevel, "the session's own isolation level is untouched")
+}
+
+// TestChunkLookupInTheTransaction: Chunk answers from the digests read
+// with the snapshots, and a transaction sees its own PutChunk and
+// DeleteSnapshot there.
+func TestChunkLookupInTheTransaction(t *testing.T) {
+	db := migrated(t)
+	ctx := context.Background()
+	store := mysqlstore.New(db)
+	vessel, id := uuid.New(), uuid.New()
+	staged := finalize.StagedChunk{Snapshot: id, Index: 0, Canonical: []byte(`{"a":0}`), Payload: canonical.Sum([]byte("0"))}
+	require.NoError(t, store.WithVessel(ctx, vessel, func(tx finalize.Tx) error {
+		require.NoError(t, tx.PutSnapshot(ctx, finalize.Snapshot{ID: id, Revision: 1, State: finalize.StateStaging}))
+		return tx.PutChunk(ctx, staged)
+	}))
+	require.NoError(t, store.WithVessel(ctx, vessel, func(tx finalize.Tx) error {
+		_, err := tx.Snapshot(ctx, id) // reads the staged digests
+		require.NoError(t, err)
+		got, err := tx.Chunk(ctx, id, 0)
+		require.NoError(t, err)
+		assert.Equal(t, staged, got, "a chunk staged before")
+		_, err = tx.Chunk(ctx, id, 1)
+		require.ErrorIs(t, err, sourcecatalog.ErrNotFound, "no chunk at 1 yet")
+		put := finalize.StagedChunk{Snapshot: id, Index: 1, Canonical: []byte(`{"a":1}`), Payload: canonical.Sum([]byte("1"))}
+		require.NoError(t, tx.PutChunk(ctx, put))
+		got, err = tx.Chunk(ctx, id, 1)
+		require.NoError(t, err, "the transaction's own PutChunk")
+		assert.Equal(t, put, got)
+		require.NoError(t, tx.DeleteSnapshot(ctx, id))
+		_, err = tx.Chunk(ctx, id, 0)
+		require.ErrorIs(t, err, sourcecatalog.ErrNotFound, "deleted with its snapshot")
+		return nil
+	}))
 }
