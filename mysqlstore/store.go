@@ -14,8 +14,13 @@
 // every receiver (or every outbox writer and publisher), in every process,
 // working on the vessel. A callback error rolls the transaction back; so
 // does a crash or a killed session, which the server rolls back. Before
-// COMMIT the transaction reads its token back, so a transaction the server
-// ended without telling the client commits nothing (ErrTransactionLost).
+// COMMIT the transaction reads its token back (or its last statement was a
+// write conditioned on the token, which found it), so a transaction the
+// server ended without telling the client commits nothing
+// (ErrTransactionLost). A receive costs 7 statements: autocommit off with
+// the transaction's isolation, the lock (which reads the vessel row back),
+// one read of the snapshots and of the staged chunks' digests, the chunk
+// and snapshot writes, COMMIT, autocommit on.
 // Deadlocks (1213), lock wait timeouts (1205), Galera's node-not-ready
 // (1047) and lost transactions are retried by re-running the whole
 // callback, a bounded number of times; after that WithVessel returns an
@@ -39,9 +44,12 @@
 // before it, through any node. Two transactions of one vessel on different
 // nodes both write the vessel row, so the later one fails certification or
 // is aborted by the applier, and is re-run. MariaDB 10.6 or later is needed
-// (the schema's collation, SET STATEMENT).
+// (the schema's collation, SET STATEMENT, INSERT … RETURNING).
 //
-// Activation writes the inventory with batched multi-row statements.
+// Activation writes the inventory with batched multi-row statements, their
+// values written in as literals (each statement within 1 MiB, far below
+// any server's max_allowed_packet), and the record index in segments, so
+// that a new document rewrites only the segments holding its changes.
 package mysqlstore
 
 import (
