@@ -59,7 +59,7 @@ func (t *timedTx) PutSnapshot(ctx context.Context, s finalize.Snapshot) error {
 	return t.Tx.PutSnapshot(ctx, s)
 }
 
-func scaledSnapshot(b *testing.B, vessel uuid.UUID, rev int64, records []*catalog.Record) *envelope.Snapshot {
+func scaledSnapshot(b testing.TB, vessel uuid.UUID, rev int64, records []*catalog.Record) *envelope.Snapshot {
 	s, err := envelope.Build(envelope.Input{VesselID: vessel, SnapshotID: uuid.New(), Revision: rev,
 		DiscoveredAt: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC).Add(time.Duration(rev) * time.Minute), Records: records})
 	if err != nil {

@@ -64,3 +64,16 @@ var Wrap = wrap
 
 // Inline is inline: a statement with its arguments written as literals.
 var Inline = inline
+
+// Querier is the connection of a transaction, as hooks see it.
+type Querier = querier
+
+// OnLock makes f run in every transaction of s right after the vessel
+// lock, on the transaction's connection.
+func OnLock(s *Store, f func(ctx context.Context, q Querier)) {
+	s.hook = func(ctx context.Context, at hookPoint, q querier) {
+		if at == hookLocked {
+			f(ctx, q)
+		}
+	}
+}

@@ -51,8 +51,11 @@ import (
 //   - snapshots/s: snapshots activated per second in round 1;
 //   - messages/s: messages received per second in round 1 (finalize
 //     included in the time);
-//   - x_floor (target ≤ 2): round 1's time over the floor's;
-//   - x_inventory_floor: round 1's time over the inventory floor's;
+//   - x_floor: round 1's time over the floor's (no target: the inventory
+//     rows alone, which SPEC.md §8.5 requires, take several times the
+//     floor, so issue 11's ≤ 2 cannot be met);
+//   - x_inventory_floor (target ≤ 1.3): round 1's time over the inventory
+//     floor's;
 //   - round2_x_round1: round 2's time over round 1's;
 //   - round1_ms, round2_ms, floor_ms, inventory_floor_ms: the times
 //     themselves;
@@ -359,14 +362,19 @@ func BenchmarkB6Fleet(b *testing.B) {
 
 // TestFleetReceiveStatements pins the statements a receive and a finalize
 // run on the server (session counters, one connection), so that B6's
-// round trips do not creep back: per chunk the vessel lock, one read of
-// the vessel's snapshots, the chunk lookup, the chunk and snapshot writes
-// and the token check (8 before B6: the vessel row and the snapshot were
-// read apart from the snapshots, and the vessel row was read for nothing),
-// and around them the 5 statements of every transaction (autocommit off,
-// isolation, START TRANSACTION, COMMIT, autocommit on). It counts every
-// statement the client sends (Questions), prepared or written out with
-// literals, less the SHOW STATUS that reads the counter.
+// round trips do not creep back: per chunk the vessel lock (which creates
+// the row when needed and reads the active pointer), one read of the
+// vessel's snapshots with the digests of the snapshot's staged chunks (so
+// the chunk lookup needs no statement), the chunk write and the snapshot
+// write, conditioned on the lock token, which makes the token check
+// needless (6 before issue 20: the chunk lookup and the token check on
+// their own); and around them the 3 statements of every transaction
+// (autocommit off with the next transaction's isolation, COMMIT,
+// autocommit on; 5 before issue 20, with SET TRANSACTION and START
+// TRANSACTION on their own). A chunk took 11 statements before issue 20
+// and takes 7. It counts every statement the client sends (Questions),
+// prepared or written out with literals, less the SHOW STATUS that reads
+// the counter.
 func TestFleetReceiveStatements(t *testing.T) {
 	db := migrated(t)
 	db.SetMaxOpenConns(1) // the session counters below are the store's
@@ -383,31 +391,45 @@ func TestFleetReceiveStatements(t *testing.T) {
 		require.NoError(t, rows.Scan(&name, &n))
 		return n - shows
 	}
-	const transaction = 5 // SET autocommit, SET TRANSACTION, START, COMMIT, SET autocommit
+	const transaction = 3 // SET autocommit and isolation, COMMIT, SET autocommit
 	r := finalize.NewReceiver(mysqlstore.New(db))
 	vessel := uuid.New()
 	records := catalogOf(t, 100, catalog.UnitOf("m"), "environment.depth")
+	// ran runs f and checks the statements it ran against limit.
+	ran := func(limit int, f func(), msg string, args ...any) {
+		t.Helper()
+		before := statements()
+		f()
+		n := statements() - before
+		what := fmt.Sprintf(msg, args...)
+		t.Logf("%s: %d statements", what, n)
+		assert.LessOrEqual(t, n, limit, "statements of %s", what)
+	}
 	for rev := int64(1); rev <= 2; rev++ {
 		snap := build(t, vessel, rev, records)
 		o := finalize.Origin{VesselID: vessel}
-		before := statements()
-		_, err := r.ReceiveManifest(ctx, o, snap.Manifest.Canonical())
-		require.NoError(t, err)
-		newVessel := 0
+		newVessel, activation := 0, 6 // a new revision of an identical document: the index and items are not touched
 		if rev == 1 {
-			newVessel = 3 // the vessel row is inserted, then locked; the Store asks once whether the server runs Galera
+			newVessel = 1   // the Store asks once whether the server runs Galera
+			activation = 11 // the first activation reads the index and writes it, and the items of each kind
 		}
-		assert.LessOrEqual(t, statements()-before, transaction+4+newVessel, "revision %d: statements of a manifest", rev)
-		for i, c := range snap.Chunks {
-			before := statements()
-			_, err := r.ReceiveChunk(ctx, o, c.Canonical())
+		// The lock, the snapshots read, the snapshot write (which checks the
+		// token).
+		ran(transaction+3+newVessel, func() {
+			_, err := r.ReceiveManifest(ctx, o, snap.Manifest.Canonical())
 			require.NoError(t, err)
-			assert.LessOrEqual(t, statements()-before, transaction+6, "revision %d: statements of chunk %d", rev, i)
+		}, "revision %d: a manifest", rev)
+		for i, c := range snap.Chunks {
+			// The lock, the snapshots read, the chunk and snapshot writes.
+			ran(transaction+4, func() {
+				_, err := r.ReceiveChunk(ctx, o, c.Canonical())
+				require.NoError(t, err)
+			}, "revision %d: chunk %d", rev, i)
 		}
-		before = statements()
-		out, err := r.Finalize(ctx, vessel, snap.Manifest.SnapshotID)
-		require.NoError(t, err)
-		require.Equal(t, finalize.Activated, out.Status)
-		assert.LessOrEqual(t, statements()-before, transaction+14, "revision %d: statements of finalize", rev)
+		ran(transaction+activation, func() {
+			out, err := r.Finalize(ctx, vessel, snap.Manifest.SnapshotID)
+			require.NoError(t, err)
+			require.Equal(t, finalize.Activated, out.Status)
+		}, "revision %d: finalize", rev)
 	}
 }

@@ -19,6 +19,14 @@ import (
 // introducer, which the server checks like a bound argument, so a value a
 // column cannot hold exactly is refused as before (strict mode).
 
+// statementBytes bounds the text of a statement with its arguments
+// written in as literals: a larger one binds its arguments instead, or is
+// split (the multi-row writes of activation). It is far below
+// max_allowed_packet on any server (16 MiB by default on MariaDB, 4 MiB on
+// MySQL 5.7, at least 1 MiB on both), so it needs no reading of the
+// server's setting.
+const statementBytes = 1 << 20
+
 // inline returns query with each '?' replaced by the literal of the
 // argument at its position. query is one of the package's own statements,
 // with no '?' other than its placeholders; inline panics when the count
@@ -44,6 +52,18 @@ func inline(query string, args ...any) string {
 	}
 	b.WriteString(query)
 	return b.String()
+}
+
+// writeTuple writes the parenthesised literals of row, comma-separated.
+func writeTuple(b *strings.Builder, row []any) {
+	b.WriteByte('(')
+	for i, v := range row {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		writeLiteral(b, v)
+	}
+	b.WriteByte(')')
 }
 
 // writeLiteral writes the SQL literal of v.

@@ -99,12 +99,13 @@ func statements(ddl string) []string {
 
 // requiredColumns lists every table and column the package reads or writes.
 var requiredColumns = map[string][]string{
-	"signalk_catalog_vessels_v2":   {"vessel_id", "active_snapshot_id", "active_revision", "active_discovered_at_sec", "active_discovered_at_nsec", "active_document_sha256", "lock_token"},
-	"signalk_catalog_snapshots_v2": {"vessel_id", "snapshot_id", "revision", "state", "final_status", "manifest", "manifest_sha256", "chunk_count", "record_count", "chunks_staged", "staged_bytes", "reason"},
-	"signalk_catalog_chunks_v2":    {"vessel_id", "snapshot_id", "chunk_index", "payload_sha256", "chunk_canonical"},
-	"signalk_catalog_index_v2":     {"vessel_id", "entries"},
-	"signalk_catalog_paths_v2":     {"vessel_id", "path", "unit_present", "unit", "record", "first_seen_revision", "first_seen_at_sec", "first_seen_at_nsec", "last_seen_revision", "last_seen_at_sec", "last_seen_at_nsec", "currently_observed"},
-	"signalk_catalog_sources_v2":   {"vessel_id", "source_ref", "label", "source_type", "record", "first_seen_revision", "first_seen_at_sec", "first_seen_at_nsec", "last_seen_revision", "last_seen_at_sec", "last_seen_at_nsec", "currently_observed"},
+	"signalk_catalog_vessels_v2":        {"vessel_id", "active_snapshot_id", "active_revision", "active_discovered_at_sec", "active_discovered_at_nsec", "active_document_sha256", "lock_token"},
+	"signalk_catalog_snapshots_v2":      {"vessel_id", "snapshot_id", "revision", "state", "final_status", "manifest", "manifest_sha256", "chunk_count", "record_count", "chunks_staged", "staged_bytes", "reason"},
+	"signalk_catalog_chunks_v2":         {"vessel_id", "snapshot_id", "chunk_index", "payload_sha256", "chunk_canonical"},
+	"signalk_catalog_index_v2":          {"vessel_id", "entries"},
+	"signalk_catalog_index_segments_v2": {"vessel_id", "segment_id", "entries"},
+	"signalk_catalog_paths_v2":          {"vessel_id", "path", "unit_present", "unit", "record", "first_seen_revision", "first_seen_at_sec", "first_seen_at_nsec", "last_seen_revision", "last_seen_at_sec", "last_seen_at_nsec", "currently_observed"},
+	"signalk_catalog_sources_v2":        {"vessel_id", "source_ref", "label", "source_type", "record", "first_seen_revision", "first_seen_at_sec", "first_seen_at_nsec", "last_seen_revision", "last_seen_at_sec", "last_seen_at_nsec", "currently_observed"},
 	"signalk_catalog_observations_v2": {"vessel_id", "observation_key", "path", "source_ref", "value_type", "record",
 		"first_seen_revision", "first_seen_at_sec", "first_seen_at_nsec", "last_seen_revision", "last_seen_at_sec", "last_seen_at_nsec", "currently_observed"},
 	"signalk_catalog_outbox_vessels_v2": {"vessel_id", "last_revision", "lock_token"},

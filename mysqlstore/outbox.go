@@ -37,13 +37,11 @@ func NewOutbox(db *sql.DB, opts ...Option) *Outbox {
 // WithVessel implements outbox.Store.
 func (o *Outbox) WithVessel(ctx context.Context, vesselID uuid.UUID, fn func(outbox.Tx) error) error {
 	return o.s.retry(ctx, func() error {
-		return o.s.transact(ctx, outboxVesselsTable, vesselID[:], func(q querier) error {
-			t := &outboxTx{s: o.s, tx: q, id: vesselID, vessel: vesselID[:]}
+		t := &outboxTx{s: o.s, id: vesselID, vessel: vesselID[:]}
+		// The lock reads the vessel's last revision.
+		return o.s.transact(ctx, outboxVesselsTable, vesselID[:], "last_revision", []any{&t.last}, func(c *txConn) error {
+			t.tx = c
 			defer func() { t.done = true }()
-			err := q.QueryRowContext(ctx, `SELECT last_revision FROM `+outboxVesselsTable+` WHERE vessel_id = ?`, t.vessel).Scan(&t.last)
-			if err != nil {
-				return wrap("read outbox vessel", err)
-			}
 			return fn(t)
 		})
 	})

@@ -67,6 +67,17 @@ CREATE TABLE IF NOT EXISTS signalk_catalog_index_v2 (
   PRIMARY KEY (vessel_id)
 ) ENGINE=InnoDB;
 
+-- The same index in segments: runs of consecutive entries (see
+-- mysqlstore's index.go), so that a new document rewrites only the
+-- segments whose records changed. signalk_catalog_index_v2 is read for a
+-- vessel that has no segments yet; writing the index empties it.
+CREATE TABLE IF NOT EXISTS signalk_catalog_index_segments_v2 (
+  vessel_id  BINARY(16) NOT NULL,
+  segment_id BINARY(32) NOT NULL,
+  entries    MEDIUMBLOB NOT NULL,
+  PRIMARY KEY (vessel_id, segment_id)
+) ENGINE=InnoDB;
+
 CREATE TABLE IF NOT EXISTS signalk_catalog_paths_v2 (
   vessel_id           BINARY(16)   NOT NULL,
   path                VARCHAR(512) CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin NOT NULL,

@@ -14,8 +14,13 @@
 // every receiver (or every outbox writer and publisher), in every process,
 // working on the vessel. A callback error rolls the transaction back; so
 // does a crash or a killed session, which the server rolls back. Before
-// COMMIT the transaction reads its token back, so a transaction the server
-// ended without telling the client commits nothing (ErrTransactionLost).
+// COMMIT the transaction reads its token back (or its last statement was a
+// write conditioned on the token, which found it), so a transaction the
+// server ended without telling the client commits nothing
+// (ErrTransactionLost). A receive costs 7 statements: autocommit off with
+// the transaction's isolation, the lock (which reads the vessel row back),
+// one read of the snapshots and of the staged chunks' digests, the chunk
+// and snapshot writes, COMMIT, autocommit on.
 // Deadlocks (1213), lock wait timeouts (1205), Galera's node-not-ready
 // (1047) and lost transactions are retried by re-running the whole
 // callback, a bounded number of times; after that WithVessel returns an
@@ -39,9 +44,12 @@
 // before it, through any node. Two transactions of one vessel on different
 // nodes both write the vessel row, so the later one fails certification or
 // is aborted by the applier, and is re-run. MariaDB 10.6 or later is needed
-// (the schema's collation, SET STATEMENT).
+// (the schema's collation, SET STATEMENT, INSERT … RETURNING).
 //
-// Activation writes the inventory with batched multi-row statements.
+// Activation writes the inventory with batched multi-row statements, their
+// values written in as literals (each statement within 1 MiB, far below
+// any server's max_allowed_packet), and the record index in segments, so
+// that a new document rewrites only the segments holding its changes.
 package mysqlstore
 
 import (
@@ -188,9 +196,13 @@ func ErrorNumber(err error) (uint16, bool) {
 // WithVessel implements finalize.Store.
 func (s *Store) WithVessel(ctx context.Context, vesselID uuid.UUID, fn func(finalize.Tx) error) error {
 	return s.retry(ctx, func() error {
-		return s.transact(ctx, vesselsTable, vesselID[:], func(q querier) error {
-			t := &tx{s: s, tx: q, vessel: vesselID[:]}
+		t := &tx{s: s, vessel: vesselID[:]}
+		return s.transact(ctx, vesselsTable, vesselID[:], vesselColumns, t.row.dest(), func(c *txConn) error {
+			t.tx, t.conn = c, c
 			defer func() { t.done = true }()
+			if err := t.lockedRow(); err != nil {
+				return err
+			}
 			return fn(t)
 		})
 	})
@@ -247,7 +259,9 @@ var ErrTransactionLost error = sourcecatalog.Errorf(sourcecatalog.ErrStoreUnavai
 // needed), and commits it when body returns nil. Otherwise, or when body
 // panics, nothing body wrote is committed, and body's error is returned
 // unchanged unless the transaction was lost (below), when it is reported
-// under ErrTransactionLost.
+// under ErrTransactionLost. The statement that takes the lock also reads
+// the row's columns named by returning (a comma-separated list, or "")
+// into dest, before body runs.
 //
 // The transaction runs with autocommit off and takes the lock by writing a
 // random token into the vessel row; before COMMIT it reads the token back.
@@ -256,6 +270,16 @@ var ErrTransactionLost error = sourcecatalog.Errorf(sourcecatalog.ErrStoreUnavai
 // implicit transaction, since autocommit is off) are rolled back too, and
 // transact returns ErrTransactionLost. Were autocommit on, each of those
 // statements would have committed on its own, outside the vessel lock.
+//
+// When the body's last statement was itself conditioned on the token and
+// found it (a txConn confirmed it), that statement did the check, and no
+// other is needed.
+//
+// Around body the transaction costs three statements: one SET that turns
+// autocommit off and sets the isolation of the next transaction only (the
+// session's own level is left as it is), COMMIT or ROLLBACK, and the SET
+// that turns autocommit back on. The lock statement opens the transaction
+// (autocommit is off), so no START TRANSACTION is needed but on Galera.
 //
 // On Galera two more measures apply. The transaction starts with a
 // causality wait (wsrep_sync_wait = 1 for START TRANSACTION; a wait set
@@ -271,13 +295,14 @@ var ErrTransactionLost error = sourcecatalog.Errorf(sourcecatalog.ErrStoreUnavai
 //
 // The connection goes back to the pool in autocommit mode with no
 // transaction open, or is discarded.
-func (s *Store) transact(ctx context.Context, table string, vessel []byte, body func(querier) error) error {
+func (s *Store) transact(ctx context.Context, table string, vessel []byte, returning string, dest []any, body func(*txConn) error) error {
 	// Decide before taking a connection: the first decision queries the
 	// server on a connection of its own.
 	galera := s.isGalera(ctx)
-	begin, check := "START TRANSACTION", "SELECT lock_token, '' FROM "+table+" WHERE vessel_id = ?"
+	begin := []string{beginStatement}
+	check := "SELECT lock_token, '' FROM " + table + " WHERE vessel_id = ?"
 	if galera {
-		begin = "SET STATEMENT wsrep_sync_wait = 1 FOR START TRANSACTION"
+		begin = append(begin, "SET STATEMENT wsrep_sync_wait = 1 FOR START TRANSACTION")
 		check = "SELECT lock_token, WSREP_LAST_WRITTEN_GTID() FROM " + table + " WHERE vessel_id = ?"
 	}
 	conn, err := s.db.Conn(ctx)
@@ -309,18 +334,18 @@ func (s *Store) transact(ctx context.Context, table string, vessel []byte, body 
 		if _, err := conn.ExecContext(run, stmt); err != nil {
 			return err
 		}
-		_, err := conn.ExecContext(cleanup, "SET SESSION autocommit = 1")
+		_, err := conn.ExecContext(cleanup, endStatement)
 		reusable = err == nil
 		return nil
 	}
-	for _, stmt := range []string{"SET SESSION autocommit = 0", "SET TRANSACTION ISOLATION LEVEL READ COMMITTED", begin} {
+	for _, stmt := range begin {
 		if _, err := conn.ExecContext(ctx, stmt); err != nil {
 			end("ROLLBACK")
 			return wrap("begin", err)
 		}
 	}
-	token := rand.Int64() | 1 // never the column's default, 0
-	if err := lockRow(ctx, conn, table, vessel, token); err != nil {
+	token, err := lockRow(ctx, conn, table, vessel, returning, dest)
+	if err != nil {
 		end("ROLLBACK")
 		return wrap("lock vessel", err)
 	}
@@ -336,7 +361,8 @@ func (s *Store) transact(ctx context.Context, table string, vessel []byte, body 
 		}
 		return wrap("check transaction", err)
 	}
-	if err := body(conn); err != nil {
+	c := &txConn{Conn: conn, token: token, confirmed: -1}
+	if err := body(c); err != nil {
 		// An error read from a lost transaction's leftovers means nothing:
 		// report the loss, which is retried.
 		if !s.retryable(err) && errors.Is(held(), ErrTransactionLost) {
@@ -345,9 +371,13 @@ func (s *Store) transact(ctx context.Context, table string, vessel []byte, body 
 		end("ROLLBACK")
 		return err
 	}
-	if err := held(); err != nil {
-		end("ROLLBACK")
-		return err
+	// A last statement that found the token did the check (off Galera,
+	// which needs the GTID that the check reads).
+	if galera || c.confirmed != c.statements {
+		if err := held(); err != nil {
+			end("ROLLBACK")
+			return err
+		}
 	}
 	s.runHook(ctx, hookChecked, conn)
 	if err := end("COMMIT"); err != nil {
@@ -366,6 +396,44 @@ func (s *Store) transact(ctx context.Context, table string, vessel []byte, body 
 	return nil
 }
 
+// A txConn is the connection of a transaction as its body sees it. It
+// counts the statements run through it, and a statement that is
+// conditioned on the vessel row holding the transaction's token, and found
+// it, marks itself confirmed: when it is the last statement before COMMIT,
+// it has done the token check (see transact), and transact skips it.
+type txConn struct {
+	*sql.Conn
+	token      int64 // the transaction's token in the vessel row
+	statements int   // statements run
+	confirmed  int   // the number of the last statement that found the token, or -1
+}
+
+func (c *txConn) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	c.statements++
+	return c.Conn.ExecContext(ctx, query, args...)
+}
+
+func (c *txConn) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	c.statements++
+	return c.Conn.QueryContext(ctx, query, args...)
+}
+
+func (c *txConn) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	c.statements++
+	return c.Conn.QueryRowContext(ctx, query, args...)
+}
+
+// confirm records that the statement just run found the token.
+func (c *txConn) confirm() { c.confirmed = c.statements }
+
+// beginStatement turns autocommit off and sets the isolation level of the
+// next transaction (@@tx_isolation without a scope, as SET TRANSACTION
+// does), in one statement; endStatement turns autocommit on again.
+const (
+	beginStatement = "SET @@autocommit = 0, @@tx_isolation = 'READ-COMMITTED'"
+	endStatement   = "SET @@autocommit = 1"
+)
+
 func (s *Store) runHook(ctx context.Context, point hookPoint, q querier) {
 	if s.hook != nil {
 		s.hook(ctx, point, q)
@@ -373,25 +441,24 @@ func (s *Store) runHook(ctx context.Context, point hookPoint, q querier) {
 }
 
 // lockRow write-locks the vessel's row in table, inserting it first when
-// it does not exist, and writes token into it. The lock is a write, not
-// SELECT … FOR UPDATE: on Galera a row lock is local to its node, but a
-// written row is in the transaction's write set, so two transactions of one
-// vessel on different nodes always conflict. (A token equal to the row's
-// previous one, a 2⁻⁶³ chance, changes no row and fails the call.)
-func lockRow(ctx context.Context, q querier, table string, vessel []byte, token int64) error {
-	for range 2 {
-		res, err := q.ExecContext(ctx, inline("UPDATE "+table+" SET lock_token = ? WHERE vessel_id = ?", token, vessel))
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil || n == 1 {
-			return err
-		}
-		if _, err := q.ExecContext(ctx, inline("INSERT IGNORE INTO "+table+" (vessel_id) VALUES (?)", vessel)); err != nil {
-			return err
-		}
+// it does not exist, writes a random token into it and returns the token;
+// the same statement reads the row's columns named by returning (after the
+// write) into dest. The lock is a write, not SELECT … FOR UPDATE: on Galera
+// a row lock is local to its node, but a written row is in the
+// transaction's write set, so two transactions of one vessel on different
+// nodes always conflict. The token always changes the row: a drawn token
+// equal to the row's (a 2⁻⁶³ chance) is written negated.
+func lockRow(ctx context.Context, q querier, table string, vessel []byte, returning string, dest []any) (int64, error) {
+	token := rand.Int64() | 1 // never the column's default, 0
+	cols := "lock_token"
+	if returning != "" {
+		cols += ", " + returning
 	}
-	return errors.New("the vessel row vanished while locking it")
+	var got int64
+	err := q.QueryRowContext(ctx, inline("INSERT INTO "+table+" (vessel_id, lock_token) VALUES (?, ?)"+
+		" ON DUPLICATE KEY UPDATE lock_token = IF(lock_token = ?, -?, ?) RETURNING "+cols,
+		vessel, token, token, token, token)).Scan(append([]any{&got}, dest...)...)
+	return got, err
 }
 
 // isGalera reports whether transactions take the Galera measures: as

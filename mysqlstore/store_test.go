@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/yachtmemory/sourcecatalog"
+	"github.com/yachtmemory/sourcecatalog/canonical"
 	"github.com/yachtmemory/sourcecatalog/catalog"
 	"github.com/yachtmemory/sourcecatalog/envelope"
 	"github.com/yachtmemory/sourcecatalog/finalize"
@@ -294,6 +295,22 @@ func TestLostTransactionCommitsNothing(t *testing.T) {
 	assert.Equal(t, 1, count("SELECT COUNT(*) FROM signalk_catalog_snapshots_v2 WHERE state = 'staging'"), "the snapshot is still staging")
 	requireCleanSession()
 
+	// A receive, whose last statement is the snapshot write conditioned
+	// on the token: a lost one writes nothing, and says so.
+	next := build(t, vessel, 2, catalogOf(t, 40, catalog.UnitOf("m"), "environment.depth"))
+	for i, raw := range [][]byte{next.Manifest.Canonical(), next.Chunks[0].Canonical()} {
+		receive := finalize.NewReceiver(always).ReceiveChunk
+		if i == 0 {
+			receive = finalize.NewReceiver(always).ReceiveManifest
+		}
+		mysqlstore.EndTransactions(always, mysqlstore.AfterLock, 3)
+		_, err = receive(ctx, finalize.Origin{VesselID: vessel}, raw)
+		require.ErrorIs(t, err, mysqlstore.ErrTransactionLost, "message %d", i)
+		assert.Zero(t, count("SELECT COUNT(*) FROM signalk_catalog_snapshots_v2 WHERE revision = 2"), "message %d: no snapshot row of the lost receives", i)
+		assert.Zero(t, count(mysqlstore.Inline("SELECT COUNT(*) FROM signalk_catalog_chunks_v2 WHERE snapshot_id = ?", next.Manifest.SnapshotID[:])), "message %d: no chunk", i)
+		requireCleanSession()
+	}
+
 	var retried []uint16
 	once := mysqlstore.New(db, mysqlstore.WithRetryObserver(func(n uint16) { retried = append(retried, n) }))
 	mysqlstore.EndTransactions(once, mysqlstore.AfterLock, 1)
@@ -354,4 +371,64 @@ func TestActivationBatchesStatements(t *testing.T) {
 		assert.LessOrEqual(t, i1-i0, tc.maxInserts, "batch %d: INSERT statements", tc.batch)
 		assert.LessOrEqual(t, u1-u0, tc.maxUpdates, "batch %d: UPDATE statements", tc.batch)
 	}
+}
+
+// TestTransactionsReadCommitted: a transaction reads at READ COMMITTED (a
+// change committed while it runs is seen by its next read), set for that
+// transaction only: the session's own level is left as it was, and with
+// it every other user of the pool.
+func TestTransactionsReadCommitted(t *testing.T) {
+	db := migrated(t)
+	db.SetMaxOpenConns(2)
+	ctx := context.Background()
+	_, err := db.ExecContext(ctx, "CREATE TABLE probe (id INT PRIMARY KEY, v INT NOT NULL) ENGINE=InnoDB")
+	require.NoError(t, err)
+	_, err = db.ExecContext(ctx, "INSERT INTO probe VALUES (1, 0)")
+	require.NoError(t, err)
+	var sessionLevel, defaultLevel string
+	require.NoError(t, db.QueryRowContext(ctx, "SELECT @@global.tx_isolation").Scan(&defaultLevel))
+	var first, second int
+	store := mysqlstore.New(db)
+	mysqlstore.OnLock(store, func(ctx context.Context, q mysqlstore.Querier) {
+		require.NoError(t, q.QueryRowContext(ctx, "SELECT v, @@session.tx_isolation FROM probe WHERE id = 1").Scan(&first, &sessionLevel))
+		_, err := db.ExecContext(ctx, "UPDATE probe SET v = v + 1 WHERE id = 1") // another connection, committed
+		require.NoError(t, err)
+		require.NoError(t, q.QueryRowContext(ctx, "SELECT v FROM probe WHERE id = 1").Scan(&second))
+	})
+	require.NoError(t, store.WithVessel(ctx, uuid.New(), func(finalize.Tx) error { return nil }))
+	assert.Equal(t, first+1, second, "the transaction sees what was committed while it ran")
+	assert.Equal(t, defaultLevel, sessionLevel, "the session's own isolation level is untouched")
+}
+
+// TestChunkLookupInTheTransaction: Chunk answers from the digests read
+// with the snapshots, and a transaction sees its own PutChunk and
+// DeleteSnapshot there.
+func TestChunkLookupInTheTransaction(t *testing.T) {
+	db := migrated(t)
+	ctx := context.Background()
+	store := mysqlstore.New(db)
+	vessel, id := uuid.New(), uuid.New()
+	staged := finalize.StagedChunk{Snapshot: id, Index: 0, Canonical: []byte(`{"a":0}`), Payload: canonical.Sum([]byte("0"))}
+	require.NoError(t, store.WithVessel(ctx, vessel, func(tx finalize.Tx) error {
+		require.NoError(t, tx.PutSnapshot(ctx, finalize.Snapshot{ID: id, Revision: 1, State: finalize.StateStaging}))
+		return tx.PutChunk(ctx, staged)
+	}))
+	require.NoError(t, store.WithVessel(ctx, vessel, func(tx finalize.Tx) error {
+		_, err := tx.Snapshot(ctx, id) // reads the staged digests
+		require.NoError(t, err)
+		got, err := tx.Chunk(ctx, id, 0)
+		require.NoError(t, err)
+		assert.Equal(t, staged, got, "a chunk staged before")
+		_, err = tx.Chunk(ctx, id, 1)
+		require.ErrorIs(t, err, sourcecatalog.ErrNotFound, "no chunk at 1 yet")
+		put := finalize.StagedChunk{Snapshot: id, Index: 1, Canonical: []byte(`{"a":1}`), Payload: canonical.Sum([]byte("1"))}
+		require.NoError(t, tx.PutChunk(ctx, put))
+		got, err = tx.Chunk(ctx, id, 1)
+		require.NoError(t, err, "the transaction's own PutChunk")
+		assert.Equal(t, put, got)
+		require.NoError(t, tx.DeleteSnapshot(ctx, id))
+		_, err = tx.Chunk(ctx, id, 0)
+		require.ErrorIs(t, err, sourcecatalog.ErrNotFound, "deleted with its snapshot")
+		return nil
+	}))
 }

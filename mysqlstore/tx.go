@@ -1,6 +1,8 @@
 package mysqlstore
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"database/sql"
@@ -15,7 +17,6 @@ import (
 	"github.com/yachtmemory/sourcecatalog/canonical"
 	"github.com/yachtmemory/sourcecatalog/catalog"
 	"github.com/yachtmemory/sourcecatalog/finalize"
-	"github.com/yachtmemory/sourcecatalog/internal/indexblob"
 )
 
 // tx is the finalize.Tx of one InnoDB transaction holding the vessel lock.
@@ -28,12 +29,19 @@ import (
 type tx struct {
 	s         *Store
 	tx        querier
+	conn      *txConn // the same connection, for token-conditioned writes
 	vessel    []byte
-	state     finalize.VesselState
-	stateRead bool                // state holds the vessel row
-	snapshots []finalize.Snapshot // the vessel's snapshot rows, in no order
-	snapsRead bool                // snapshots holds them all
-	done      bool
+	row       vesselRow            // the vessel row as the lock read it
+	state     finalize.VesselState // the vessel row, up to date
+	snapshots []finalize.Snapshot  // the vessel's snapshot rows, in no order
+	snapsRead bool                 // snapshots holds them all
+	// staged holds, when stagedOf is not nil, the payload digest of every
+	// staged chunk of snapshot *stagedOf by index: read with the snapshot
+	// rows, kept up to date by PutChunk and DeleteSnapshot.
+	stagedOf *uuid.UUID
+	staged   map[int]canonical.Digest
+	index    *indexState // the stored index as Index read it or SetIndex wrote it, when not nil
+	done     bool
 }
 
 func (t *tx) check() {
@@ -61,31 +69,37 @@ func wrap(op string, err error) error {
 // lock.
 const vesselsTable = "signalk_catalog_vessels_v2"
 
-// readVessel reads the active pointer of the vessel locked by transact,
-// once.
-func (t *tx) readVessel(ctx context.Context) error {
-	if t.stateRead {
-		return nil
-	}
-	var snap, doc []byte
-	var sec sql.NullInt64
-	var nsec sql.NullInt32
-	err := t.queryRow(ctx, `SELECT active_snapshot_id, active_revision,
-		active_discovered_at_sec, active_discovered_at_nsec, active_document_sha256
-		FROM `+vesselsTable+` WHERE vessel_id = ?`, t.vessel).Scan(&snap, &t.state.ActiveRevision, &sec, &nsec, &doc)
-	if err != nil {
-		return wrap("read vessel", err)
-	}
-	if snap != nil {
-		if t.state.ActiveSnapshot, err = uuid.FromBytes(snap); err != nil {
+// vesselColumns are the columns of the vessel row that the lock reads
+// (see transact), into a vesselRow.
+const vesselColumns = `active_snapshot_id, active_revision,
+	active_discovered_at_sec, active_discovered_at_nsec, active_document_sha256`
+
+// vesselRow holds the vesselColumns as read.
+type vesselRow struct {
+	snap, doc []byte
+	revision  int64
+	sec       sql.NullInt64
+	nsec      sql.NullInt32
+}
+
+func (r *vesselRow) dest() []any { return []any{&r.snap, &r.revision, &r.sec, &r.nsec, &r.doc} }
+
+// lockedRow takes the active pointer from the vessel row that the lock
+// read.
+func (t *tx) lockedRow() error {
+	r := &t.row
+	t.state = finalize.VesselState{ActiveRevision: r.revision}
+	if r.snap != nil {
+		id, err := uuid.FromBytes(r.snap)
+		if err != nil {
 			return wrap("read vessel", err)
 		}
+		t.state.ActiveSnapshot = id
 	}
-	if sec.Valid && nsec.Valid {
-		t.state.ActiveDiscoveredAt = fromUnix(sec.Int64, nsec.Int32)
+	if r.sec.Valid && r.nsec.Valid {
+		t.state.ActiveDiscoveredAt = fromUnix(r.sec.Int64, r.nsec.Int32)
 	}
-	copy(t.state.ActiveDocument[:], doc)
-	t.stateRead = true
+	copy(t.state.ActiveDocument[:], r.doc)
 	return nil
 }
 
@@ -99,9 +113,6 @@ func fromUnix(sec int64, nsec int32) time.Time { return time.Unix(sec, int64(nse
 
 func (t *tx) Vessel(ctx context.Context) (finalize.VesselState, error) {
 	t.check()
-	if err := t.readVessel(ctx); err != nil {
-		return finalize.VesselState{}, err
-	}
 	return t.state, ctx.Err()
 }
 
@@ -118,18 +129,20 @@ func (t *tx) SetVessel(ctx context.Context, v finalize.VesselState) error {
 	if err != nil {
 		return wrap("set vessel", err)
 	}
-	t.state, t.stateRead = v, true
+	t.state = v
 	return nil
 }
 
 const snapshotColumns = `snapshot_id, revision, state, final_status, manifest, manifest_sha256,
 	chunk_count, record_count, chunks_staged, staged_bytes, reason`
 
-func scanSnapshot(sc interface{ Scan(...any) error }) (finalize.Snapshot, error) {
+// scanSnapshot scans a row of a kind column (into kind) and the
+// snapshotColumns.
+func scanSnapshot(sc interface{ Scan(...any) error }, kind *int) (finalize.Snapshot, error) {
 	var s finalize.Snapshot
 	var id, digest []byte
 	var state, final string
-	err := sc.Scan(&id, &s.Revision, &state, &final, &s.Manifest, &digest,
+	err := sc.Scan(kind, &id, &s.Revision, &state, &final, &s.Manifest, &digest,
 		&s.ChunkCount, &s.RecordCount, &s.ChunksStaged, &s.StagedBytes, &s.Reason)
 	if err != nil {
 		return s, err
@@ -144,10 +157,12 @@ func scanSnapshot(sc interface{ Scan(...any) error }) (finalize.Snapshot, error)
 
 // Snapshot reads every snapshot row of the vessel, the first time it or
 // Snapshots is called, in one statement: a Receiver that asks for one
-// snapshot goes on to sum them all (its staging bounds).
+// snapshot goes on to sum them all (its staging bounds). The same
+// statement reads the index and payload digest of each staged chunk of
+// snapshot id, which a receive looks up next (Chunk).
 func (t *tx) Snapshot(ctx context.Context, id uuid.UUID) (finalize.Snapshot, error) {
 	t.check()
-	if err := t.readSnapshots(ctx); err != nil {
+	if err := t.readSnapshots(ctx, &id); err != nil {
 		return finalize.Snapshot{}, err
 	}
 	if i := t.snapshotAt(id); i >= 0 {
@@ -158,7 +173,7 @@ func (t *tx) Snapshot(ctx context.Context, id uuid.UUID) (finalize.Snapshot, err
 
 func (t *tx) Snapshots(ctx context.Context) ([]finalize.Snapshot, error) {
 	t.check()
-	if err := t.readSnapshots(ctx); err != nil {
+	if err := t.readSnapshots(ctx, nil); err != nil {
 		return nil, err
 	}
 	return slices.Clone(t.snapshots), nil
@@ -169,22 +184,37 @@ func (t *tx) snapshotAt(id uuid.UUID) int {
 	return slices.IndexFunc(t.snapshots, func(s finalize.Snapshot) bool { return s.ID == id })
 }
 
-// readSnapshots reads the vessel's snapshot rows into t.snapshots, once.
-func (t *tx) readSnapshots(ctx context.Context) error {
+// readSnapshots reads the vessel's snapshot rows into t.snapshots, once,
+// and with them, when chunksOf is not nil, the digests of chunksOf's
+// staged chunks into t.staged. The chunk rows come in the same result as
+// the snapshot rows (UNION ALL), in the snapshot columns: kind 1, the
+// chunk index as the revision and its payload digest as the manifest's.
+func (t *tx) readSnapshots(ctx context.Context, chunksOf *uuid.UUID) error {
 	if t.snapsRead {
 		return ctx.Err()
 	}
-	rows, err := t.query(ctx, `SELECT `+snapshotColumns+` FROM signalk_catalog_snapshots_v2
-		WHERE vessel_id = ?`, t.vessel)
+	q, args := `SELECT 0, `+snapshotColumns+` FROM signalk_catalog_snapshots_v2 WHERE vessel_id = ?`, []any{t.vessel}
+	if chunksOf != nil {
+		q += ` UNION ALL SELECT 1, snapshot_id, chunk_index, '', '', NULL, payload_sha256, 0, 0, 0, 0, ''
+		FROM signalk_catalog_chunks_v2 WHERE vessel_id = ? AND snapshot_id = ?`
+		args = append(args, t.vessel, chunksOf[:])
+	}
+	rows, err := t.query(ctx, q, args...)
 	if err != nil {
 		return wrap("read snapshots", err)
 	}
 	defer rows.Close()
 	var all []finalize.Snapshot
+	staged := map[int]canonical.Digest{}
 	for rows.Next() {
-		s, err := scanSnapshot(rows)
+		var kind int
+		s, err := scanSnapshot(rows, &kind)
 		if err != nil {
 			return wrap("read snapshots", err)
+		}
+		if kind == 1 {
+			staged[int(s.Revision)] = s.ManifestDigest
+			continue
 		}
 		all = append(all, s)
 	}
@@ -192,31 +222,57 @@ func (t *tx) readSnapshots(ctx context.Context) error {
 		return wrap("read snapshots", err)
 	}
 	t.snapshots, t.snapsRead = all, true
+	if chunksOf != nil {
+		id := *chunksOf
+		t.stagedOf, t.staged = &id, staged
+	}
 	return nil
 }
 
+// PutSnapshot writes the snapshot row in one statement conditioned on the
+// vessel row holding the transaction's token (see txConn): a receive's
+// last statement, which then needs no token check after it. A snapshot
+// whose row this transaction read with the same manifest is updated
+// without its manifest.
 func (t *tx) PutSnapshot(ctx context.Context, s finalize.Snapshot) error {
 	t.check()
 	var manifest, digest any
 	if s.Manifest != nil {
 		manifest, digest = s.Manifest, s.ManifestDigest[:]
 	}
-	_, err := t.exec(ctx, `INSERT INTO signalk_catalog_snapshots_v2
-		(vessel_id, `+snapshotColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	reason := boundReason(s.Reason)
+	var q string
+	if i := t.snapshotAt(s.ID); t.snapsRead && i >= 0 && sameManifest(t.snapshots[i], s) {
+		q = inline(`UPDATE signalk_catalog_snapshots_v2 AS s JOIN `+vesselsTable+` AS v
+			ON v.vessel_id = s.vessel_id AND v.lock_token = ?
+			SET s.revision = ?, s.state = ?, s.final_status = ?, s.chunk_count = ?, s.record_count = ?,
+			s.chunks_staged = ?, s.staged_bytes = ?, s.reason = ?
+			WHERE s.vessel_id = ? AND s.snapshot_id = ?`, t.conn.token,
+			s.Revision, string(s.State), string(s.Final), s.ChunkCount, s.RecordCount, s.ChunksStaged, s.StagedBytes, reason,
+			t.vessel, s.ID[:])
+	} else {
+		q = inline(`INSERT INTO signalk_catalog_snapshots_v2
+		(vessel_id, `+snapshotColumns+`) SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
+		FROM `+vesselsTable+` WHERE vessel_id = ? AND lock_token = ?
 		ON DUPLICATE KEY UPDATE revision = VALUES(revision), state = VALUES(state),
 		final_status = VALUES(final_status), manifest = VALUES(manifest),
 		manifest_sha256 = VALUES(manifest_sha256), chunk_count = VALUES(chunk_count),
 		record_count = VALUES(record_count), chunks_staged = VALUES(chunks_staged),
 		staged_bytes = VALUES(staged_bytes), reason = VALUES(reason)`,
-		t.vessel, s.ID[:], s.Revision, string(s.State), string(s.Final), manifest, digest,
-		s.ChunkCount, s.RecordCount, s.ChunksStaged, s.StagedBytes, boundReason(s.Reason))
+			t.vessel, s.ID[:], s.Revision, string(s.State), string(s.Final), manifest, digest,
+			s.ChunkCount, s.RecordCount, s.ChunksStaged, s.StagedBytes, reason, t.vessel, t.conn.token)
+	}
+	res, err := t.tx.ExecContext(ctx, q)
 	if err != nil {
 		return wrap("write snapshot", err)
+	}
+	if n, err := res.RowsAffected(); err == nil && n > 0 {
+		t.conn.confirm()
 	}
 	if t.snapsRead {
 		// What a read would return: the reason as its column holds it,
 		// and no digest without a manifest.
-		s.Reason = boundReason(s.Reason)
+		s.Reason = reason
 		if s.Manifest == nil {
 			s.ManifestDigest = canonical.Digest{}
 		}
@@ -227,6 +283,15 @@ func (t *tx) PutSnapshot(ctx context.Context, s finalize.Snapshot) error {
 		}
 	}
 	return nil
+}
+
+// sameManifest reports whether s has the manifest that the stored row old
+// has, as a read returns it.
+func sameManifest(old, s finalize.Snapshot) bool {
+	if s.Manifest == nil {
+		return old.Manifest == nil
+	}
+	return old.Manifest != nil && old.ManifestDigest == s.ManifestDigest && bytes.Equal(old.Manifest, s.Manifest)
 }
 
 // boundReason fits a rejection reason into its column.
@@ -253,12 +318,22 @@ func (t *tx) DeleteSnapshot(ctx context.Context, id uuid.UUID) error {
 	if i := t.snapshotAt(id); i >= 0 {
 		t.snapshots = slices.Delete(t.snapshots, i, i+1)
 	}
+	if t.stagedOf != nil && *t.stagedOf == id {
+		clear(t.staged)
+	}
 	return nil
 }
 
+// Chunk looks a chunk of the snapshot that Snapshot read up in the digests
+// read with it, without a statement when none is staged at index.
 func (t *tx) Chunk(ctx context.Context, snapshot uuid.UUID, index int) (finalize.StagedChunk, error) {
 	t.check()
 	c := finalize.StagedChunk{Snapshot: snapshot, Index: index}
+	if t.stagedOf != nil && *t.stagedOf == snapshot {
+		if _, ok := t.staged[index]; !ok {
+			return c, cmp.Or(ctx.Err(), sourcecatalog.ErrNotFound)
+		}
+	}
 	var digest []byte
 	err := t.queryRow(ctx, `SELECT payload_sha256, chunk_canonical FROM signalk_catalog_chunks_v2
 		WHERE vessel_id = ? AND snapshot_id = ? AND chunk_index = ?`, t.vessel, snapshot[:], index).Scan(&digest, &c.Canonical)
@@ -290,36 +365,26 @@ func (t *tx) Chunks(ctx context.Context, snapshot uuid.UUID) ([]finalize.StagedC
 	return out, wrap("read chunks", rows.Err())
 }
 
+// PutChunk writes the chunk in one statement, its bytes as a literal
+// when the statement stays within statementBytes.
 func (t *tx) PutChunk(ctx context.Context, c finalize.StagedChunk) error {
 	t.check()
-	_, err := t.tx.ExecContext(ctx, `INSERT INTO signalk_catalog_chunks_v2
-		(vessel_id, snapshot_id, chunk_index, payload_sha256, chunk_canonical) VALUES (?, ?, ?, ?, ?)`,
-		t.vessel, c.Snapshot[:], c.Index, c.Payload[:], c.Canonical)
-	return wrap("write chunk", err)
-}
-
-func (t *tx) Index(ctx context.Context) ([]finalize.IndexEntry, error) {
-	t.check()
-	var blob []byte
-	err := t.queryRow(ctx, `SELECT entries FROM signalk_catalog_index_v2 WHERE vessel_id = ?`, t.vessel).Scan(&blob)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
+	const q = `INSERT INTO signalk_catalog_chunks_v2
+		(vessel_id, snapshot_id, chunk_index, payload_sha256, chunk_canonical) VALUES (?, ?, ?, ?, ?)`
+	args := []any{t.vessel, c.Snapshot[:], c.Index, c.Payload[:], c.Canonical}
+	var err error
+	if len(q)+2*len(c.Canonical)+256 <= statementBytes {
+		_, err = t.exec(ctx, q, args...)
+	} else {
+		_, err = t.tx.ExecContext(ctx, q, args...)
 	}
 	if err != nil {
-		return nil, wrap("read index", err)
+		return wrap("write chunk", err)
 	}
-	index, err := indexblob.Decode(blob)
-	if err != nil {
-		return nil, wrap("read index", err)
+	if t.stagedOf != nil && *t.stagedOf == c.Snapshot {
+		t.staged[c.Index] = c.Payload
 	}
-	return index, nil
-}
-
-func (t *tx) SetIndex(ctx context.Context, index []finalize.IndexEntry) error {
-	t.check()
-	_, err := t.tx.ExecContext(ctx, `INSERT INTO signalk_catalog_index_v2 (vessel_id, entries) VALUES (?, ?)
-		ON DUPLICATE KEY UPDATE entries = VALUES(entries)`, t.vessel, indexblob.Encode(index))
-	return wrap("write index", err)
+	return nil
 }
 
 // observationKey is the primary key of an observation row.
@@ -430,23 +495,57 @@ func insertStatement(table string, columns []string, rows [][]any) (string, []an
 		strings.TrimSuffix(strings.Repeat(tuple+", ", len(rows)), ", "), args
 }
 
-// insertRows upserts rows of one kind in batches. FirstSeen is never in the
-// update list, so an existing item keeps it.
+// insertRows upserts rows of one kind in multi-row statements of at most
+// t.s.batch rows, their values written in as literals, each statement
+// within statementBytes (a row that alone is larger goes in a statement of
+// its own). FirstSeen is never in the update list, so an existing item
+// keeps it.
 func (t *tx) insertRows(ctx context.Context, kind catalog.Kind, rows [][]any) error {
 	k := kindTables[kind]
 	var update []string
 	for _, c := range append(slices.Clone(k.columns), "record", "last_seen_revision", "last_seen_at_sec", "last_seen_at_nsec", "currently_observed") {
 		update = append(update, c+" = VALUES("+c+")")
 	}
+	head := "INSERT INTO " + k.table + " (" + strings.Join(itemColumns(kind), ", ") + ") VALUES "
 	upsert := " ON DUPLICATE KEY UPDATE " + strings.Join(update, ", ")
-	cols := itemColumns(kind)
-	for start := 0; start < len(rows); start += t.s.batch {
-		q, args := insertStatement(k.table, cols, rows[start:min(start+t.s.batch, len(rows))])
-		if _, err := t.tx.ExecContext(ctx, q+upsert, args...); err != nil {
+	return writeBatches(rows, t.s.batch, len(head)+len(upsert), func(b *strings.Builder, row []any) { writeTuple(b, row) },
+		func(values string) error {
+			_, err := t.tx.ExecContext(ctx, head+values+upsert)
 			return wrap("write items", err)
+		})
+}
+
+// writeBatches writes the literals of rows (by write, comma-separated) in
+// pieces of at most batch rows whose text, with fixed more bytes of the
+// statement around it, stays within statementBytes (a row that alone is
+// larger is a piece of its own), and runs each piece.
+func writeBatches[T any](rows []T, batch, fixed int, write func(*strings.Builder, T), run func(values string) error) error {
+	var b, one strings.Builder
+	n := 0
+	flush := func() error {
+		if n == 0 {
+			return nil
 		}
+		err := run(b.String())
+		b.Reset()
+		n = 0
+		return err
 	}
-	return nil
+	for _, r := range rows {
+		one.Reset()
+		write(&one, r)
+		if n > 0 && (n == batch || fixed+b.Len()+2+one.Len() > statementBytes) {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		if n > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(one.String())
+		n++
+	}
+	return flush()
 }
 
 func (t *tx) RetireItems(ctx context.Context, keys []catalog.Key, last finalize.Seen) error {
@@ -466,14 +565,14 @@ func (t *tx) RetireItems(ctx context.Context, keys []catalog.Key, last finalize.
 			}
 		}
 		tbl := kindTables[kind]
-		for start := 0; start < len(ids); start += t.s.batch {
-			batch := ids[start:min(start+t.s.batch, len(ids))]
-			q := "UPDATE " + tbl.table + " SET currently_observed = 0, last_seen_revision = ?, last_seen_at_sec = ?, last_seen_at_nsec = ?" +
-				" WHERE vessel_id = ? AND " + tbl.keys[0] + " IN (" + strings.TrimSuffix(strings.Repeat("?, ", len(batch)), ", ") + ")"
-			args := append([]any{last.Revision, lastSec, lastNsec, t.vessel}, batch...)
-			if _, err := t.tx.ExecContext(ctx, q, args...); err != nil {
-				return wrap("retire items", err)
-			}
+		head := inline("UPDATE "+tbl.table+" SET currently_observed = 0, last_seen_revision = ?, last_seen_at_sec = ?, last_seen_at_nsec = ?"+
+			" WHERE vessel_id = ? AND "+tbl.keys[0]+" IN (", last.Revision, lastSec, lastNsec, t.vessel)
+		err := writeBatches(ids, t.s.batch, len(head)+1, writeLiteral, func(values string) error {
+			_, err := t.tx.ExecContext(ctx, head+values+")")
+			return wrap("retire items", err)
+		})
+		if err != nil {
+			return err
 		}
 	}
 	return nil

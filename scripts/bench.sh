@@ -151,6 +151,14 @@ fi
 #   value   figure = the metric itself, no baseline or target
 #   median  as ms, each the median of the runs (the ratio's too)
 #   peak    figure = the largest of the runs, compared with the target
+#
+# B6's round 1 is held against the inventory floor (target 1.3). The
+# floor of issue 11 (one INSERT and one UPDATE per message) writes no
+# inventory, while SPEC.md §8.5 has every activation write its path,
+# source and observation rows in the transaction that moves the active
+# pointer; those rows alone take 4.7 to 9 times that floor (the inventory
+# floor over the floor, measured), so no store obeying §8.5 can meet the
+# old ≤ 2, and that ratio is reported without a target.
 rows=$(
   cat <<'EOF'
 B1 build vs SHA-256 floor|BenchmarkB1Build/max|x_floor|floor|||<=|2
@@ -179,8 +187,8 @@ sqlite group commit messages|BenchmarkGroupCommit|messages/s|value||||
 B5 MariaDB first activation vs floor|BenchmarkB5Activation|x_floor|ms|first_ms|floor_ms|<=|3
 B5 MariaDB identical vs first|BenchmarkB5Activation|identical_x_first|xfirst||first_ms|<=|0.02
 B5 MariaDB 1 % changed vs first|BenchmarkB5Activation|changed1pct_x_first|xfirst||first_ms|<=|0.05
-B6 fleet round 1 vs floor|BenchmarkB6Fleet|x_floor|ms|round1_ms|floor_ms|<=|2
-B6 fleet round 1 vs inventory floor|BenchmarkB6Fleet|x_inventory_floor|ms|round1_ms|inventory_floor_ms||
+B6 fleet round 1 vs floor|BenchmarkB6Fleet|x_floor|ms|round1_ms|floor_ms||
+B6 fleet round 1 vs inventory floor|BenchmarkB6Fleet|x_inventory_floor|ms|round1_ms|inventory_floor_ms|<=|1.3
 B6 fleet round 2 (identical) vs round 1|BenchmarkB6Fleet|round2_x_round1|ms|round2_ms|round1_ms||
 B6 fleet snapshots activated|BenchmarkB6Fleet|snapshots/s|value||||
 B6 fleet messages|BenchmarkB6Fleet|messages/s|value||||
