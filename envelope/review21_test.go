@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/yachtmemory/sourcecatalog"
-	"github.com/yachtmemory/sourcecatalog/catalog"
 	"github.com/yachtmemory/sourcecatalog/canonical"
+	"github.com/yachtmemory/sourcecatalog/catalog"
 )
 
 // fullChunkRecords returns 100 records whose canonical body is exactly
