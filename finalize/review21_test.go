@@ -125,8 +125,9 @@ func TestReview21RefOtherVesselIsIndistinguishable(t *testing.T) {
 	assert.Zero(t, u.IncompleteSnapshots.Used, "nothing staged for the stranger")
 }
 
-// A reference at an index at or beyond the manifest's chunk_count is a
-// conflict in either order of arrival, as a whole chunk is (SPEC.md §8.2).
+// A reference at an index at or beyond the manifest's chunk_count, or of
+// another revision, is a conflict in either order of arrival, as a whole
+// chunk is (SPEC.md §8.2).
 func TestReview21RefBeyondChunkCount(t *testing.T) {
 	ctx := context.Background()
 	r := finalize.NewReceiver(memstore.New())
@@ -143,6 +144,16 @@ func TestReview21RefBeyondChunkCount(t *testing.T) {
 		_, err = r.ReceiveChunkRef(ctx, o, refAt(t, held.Chunks[1], idOf(s2), 2, index))
 		requireClass(t, err, sourcecatalog.ErrConflict, fmt.Sprintf("index %d after the manifest", index))
 	}
+
+	_, err = r.ReceiveChunkRef(ctx, o, refAt(t, held.Chunks[1], idOf(s2), 9, 1))
+	requireClass(t, err, sourcecatalog.ErrConflict, "another revision than the manifest's")
+
+	// Another revision first: the manifest is the conflict.
+	s4 := boat(t, vessel, uuid.New(), 4, "nav", 120)
+	_, err = r.ReceiveChunkRef(ctx, o, refAt(t, held.Chunks[1], idOf(s4), 9, 1))
+	require.NoError(t, err)
+	_, err = r.ReceiveManifest(ctx, o, s4.Manifest.Canonical())
+	requireClass(t, err, sourcecatalog.ErrConflict, "the manifest after a reference of another revision")
 
 	// The reference beyond the count first: staged; the manifest is then
 	// the conflict.
