@@ -193,7 +193,7 @@ func heldRecords(stored []byte) (records []byte, vessel uuid.UUID, ok bool) {
 	k := len(stored) - len(ves) - 36 - len(`"}`)
 	if !bytes.HasPrefix(stored, []byte(`{"chunk_index":`)) || i < 0 || j < i+len(open) || k < j ||
 		!bytes.Equal(stored[k:k+len(ves)], []byte(ves)) || !bytes.HasSuffix(stored, []byte(`"}`)) ||
-		j-(i+len(open)) > sourcecatalog.MaxChunkBody {
+		len(bodyOpen)+j-(i+len(open))+len(bodyClose) > sourcecatalog.MaxChunkBody {
 		return nil, uuid.Nil, false
 	}
 	v, err := ParseUUID(string(stored[k+len(ves) : len(stored)-2]))
