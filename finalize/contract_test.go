@@ -17,14 +17,7 @@ import (
 )
 
 // classes are the module's error classes.
-var classes = []error{
-	sourcecatalog.ErrMalformedJSON, sourcecatalog.ErrUnknownField, sourcecatalog.ErrMissingField,
-	sourcecatalog.ErrInvalidValue, sourcecatalog.ErrLimitExceeded, sourcecatalog.ErrRecordTooLarge,
-	sourcecatalog.ErrHashMismatch, sourcecatalog.ErrIntegrity, sourcecatalog.ErrUnsupported,
-	sourcecatalog.ErrIncompleteScan, sourcecatalog.ErrForeignVessel, sourcecatalog.ErrUnregisteredVessel,
-	sourcecatalog.ErrConflict, sourcecatalog.ErrRevisionConflict, sourcecatalog.ErrStagingExhausted,
-	sourcecatalog.ErrStoreUnavailable,
-}
+var classes = sourcecatalog.Classes()
 
 // requireClass requires err to wrap class and no other class.
 func requireClass(t *testing.T, err, class error, msg string) {
