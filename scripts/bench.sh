@@ -136,6 +136,23 @@ if [[ -z $only || fleet == *"${only,,}"* || servefleet == *"${only,,}"* ]]; then
   bench cmd/sourcecatalog . '^BenchmarkServeFleet$' 1x
 fi
 
+# fleet_rows prints the rows BenchmarkServeFleet/$2 shares with the other
+# store, labelled "fleet $1": peak RSS, then each round's rates, latency
+# and serve CPU, then the two floors.
+fleet_rows() {
+  local b="BenchmarkServeFleet/$2" r
+  printf 'fleet %s serve peak RSS|%s|peak_rss_MiB|peak|||<=|64\n' "$1" "$b"
+  for r in 1 2; do
+    printf 'fleet %s round %s|%s|r%s_snapshots/s|value||||\n' "$1" "$r" "$b" "$r"
+    printf 'fleet %s round %s|%s|r%s_messages/s|value||||\n' "$1" "$r" "$b" "$r"
+    printf 'fleet %s round %s latency|%s|r%s_p50_ms|value||||\n' "$1" "$r" "$b" "$r"
+    printf 'fleet %s round %s latency|%s|r%s_p99_ms|value||||\n' "$1" "$r" "$b" "$r"
+    printf 'fleet %s round %s serve CPU|%s|r%s_cpu_ms/snapshot|value||||\n' "$1" "$r" "$b" "$r"
+  done
+  printf 'fleet %s floor A|%s|floor_a_snapshots/s|value||||\n' "$1" "$b"
+  printf 'fleet %s floor B|%s|floor_b_snapshots/s|value||||\n' "$1" "$b"
+}
+
 # The table. Each row: label, benchmark, ratio metric, how figure and
 # baseline follow from the metrics, comparison and target.
 #   floor   figure = ns/op, baseline = figure / ratio
@@ -217,36 +234,14 @@ fleet SQLite round 2 vs floor A|BenchmarkServeFleet/sqlite|r2_x_floor_a|median|r
 fleet SQLite round 1 vs floor B|BenchmarkServeFleet/sqlite|r1_x_floor_b|median|r1_ms|floor_b_ms||
 fleet SQLite fsyncs per message, round 1|BenchmarkServeFleet/sqlite|r1_fsyncs/message|peak|||<=|1
 fleet SQLite fsyncs per message, round 2|BenchmarkServeFleet/sqlite|r2_fsyncs/message|peak|||<=|1
-fleet SQLite serve peak RSS|BenchmarkServeFleet/sqlite|peak_rss_MiB|peak|||<=|64
-fleet SQLite round 1|BenchmarkServeFleet/sqlite|r1_snapshots/s|value||||
-fleet SQLite round 1|BenchmarkServeFleet/sqlite|r1_messages/s|value||||
-fleet SQLite round 1 latency|BenchmarkServeFleet/sqlite|r1_p50_ms|value||||
-fleet SQLite round 1 latency|BenchmarkServeFleet/sqlite|r1_p99_ms|value||||
-fleet SQLite round 1 serve CPU|BenchmarkServeFleet/sqlite|r1_cpu_ms/snapshot|value||||
-fleet SQLite round 2|BenchmarkServeFleet/sqlite|r2_snapshots/s|value||||
-fleet SQLite round 2|BenchmarkServeFleet/sqlite|r2_messages/s|value||||
-fleet SQLite round 2 latency|BenchmarkServeFleet/sqlite|r2_p50_ms|value||||
-fleet SQLite round 2 latency|BenchmarkServeFleet/sqlite|r2_p99_ms|value||||
-fleet SQLite round 2 serve CPU|BenchmarkServeFleet/sqlite|r2_cpu_ms/snapshot|value||||
-fleet SQLite floor A|BenchmarkServeFleet/sqlite|floor_a_snapshots/s|value||||
-fleet SQLite floor B|BenchmarkServeFleet/sqlite|floor_b_snapshots/s|value||||
+EOF
+  fleet_rows SQLite sqlite
+  cat <<'EOF'
 fleet MariaDB round 1 vs floor B|BenchmarkServeFleet/mysql|r1_x_floor_b|median|r1_ms|floor_b_ms|<=|1.5
 fleet MariaDB round 2 vs floor A|BenchmarkServeFleet/mysql|r2_x_floor_a|median|r2_ms|floor_a_ms|<=|2
 fleet MariaDB round 1 vs floor A|BenchmarkServeFleet/mysql|r1_x_floor_a|median|r1_ms|floor_a_ms||
-fleet MariaDB serve peak RSS|BenchmarkServeFleet/mysql|peak_rss_MiB|peak|||<=|64
-fleet MariaDB round 1|BenchmarkServeFleet/mysql|r1_snapshots/s|value||||
-fleet MariaDB round 1|BenchmarkServeFleet/mysql|r1_messages/s|value||||
-fleet MariaDB round 1 latency|BenchmarkServeFleet/mysql|r1_p50_ms|value||||
-fleet MariaDB round 1 latency|BenchmarkServeFleet/mysql|r1_p99_ms|value||||
-fleet MariaDB round 1 serve CPU|BenchmarkServeFleet/mysql|r1_cpu_ms/snapshot|value||||
-fleet MariaDB round 2|BenchmarkServeFleet/mysql|r2_snapshots/s|value||||
-fleet MariaDB round 2|BenchmarkServeFleet/mysql|r2_messages/s|value||||
-fleet MariaDB round 2 latency|BenchmarkServeFleet/mysql|r2_p50_ms|value||||
-fleet MariaDB round 2 latency|BenchmarkServeFleet/mysql|r2_p99_ms|value||||
-fleet MariaDB round 2 serve CPU|BenchmarkServeFleet/mysql|r2_cpu_ms/snapshot|value||||
-fleet MariaDB floor A|BenchmarkServeFleet/mysql|floor_a_snapshots/s|value||||
-fleet MariaDB floor B|BenchmarkServeFleet/mysql|floor_b_snapshots/s|value||||
 EOF
+  fleet_rows MariaDB mysql
 )
 
 printf '\n'
