@@ -149,11 +149,11 @@ func TestAgentEndToEnd(t *testing.T) {
 	// A restart in the middle of a scan: incomplete, nothing committed.
 	// (The feed resumes first: a restart waits for the whole tree.)
 	sk.Resume0183()
-	committed := countLog(logs, "cycle committed")
+	committed := len(logs.all("cycle committed"))
 	rt.armed.Store(true)
 	waitLogWith(t, logs, "scan incomplete: nothing committed", "restarted during the scan")
 	require.Nil(t, rt.err.Load())
-	require.Equal(t, committed, countLog(logs, "cycle committed"), "no commit from the restarted scan")
+	require.Equal(t, committed, len(logs.all("cycle committed")), "no commit from the restarted scan")
 
 	cancel()
 	require.NoError(t, <-done)
@@ -164,7 +164,7 @@ func waitLog(t *testing.T, l *serveLogTail, msg string, n int) map[string]any {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Minute)
 	for time.Now().Before(deadline) {
-		if ms := allLog(l, msg); len(ms) >= n {
+		if ms := l.all(msg); len(ms) >= n {
 			return ms[n-1]
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -179,7 +179,7 @@ func waitLogWith(t *testing.T, l *serveLogTail, msg, text string) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Minute)
 	for time.Now().Before(deadline) {
-		for _, m := range allLog(l, msg) {
+		for _, m := range l.all(msg) {
 			if e, _ := m["error"].(string); strings.Contains(e, text) {
 				return
 			}
@@ -187,22 +187,6 @@ func waitLogWith(t *testing.T, l *serveLogTail, msg, text string) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Fatalf("no line %q with %q within five minutes; the log:\n%s", msg, text, l)
-}
-
-func countLog(l *serveLogTail, msg string) int { return len(allLog(l, msg)) }
-
-// allLog returns the JSON lines with msg, in order.
-func allLog(l *serveLogTail, msg string) []map[string]any {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []map[string]any
-	for _, line := range l.lines {
-		var m map[string]any
-		if json.Unmarshal([]byte(line), &m) == nil && m["msg"] == msg {
-			out = append(out, m)
-		}
-	}
-	return out
 }
 
 // waitActive waits up to two minutes for revision to be active ashore.

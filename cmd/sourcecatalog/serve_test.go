@@ -105,17 +105,25 @@ func (l *serveLogTail) String() string {
 	return strings.Join(l.lines, "\n") + string(l.partial)
 }
 
+// all returns the JSON lines whose msg is msg, in order.
+func (l *serveLogTail) all(msg string) []map[string]any {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []map[string]any
+	for _, line := range l.lines {
+		var m map[string]any
+		if json.Unmarshal([]byte(line), &m) == nil && m["msg"] == msg {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
 // find returns the first JSON line whose msg is msg and whose attributes
 // include attrs.
 func (l *serveLogTail) find(msg string, attrs map[string]any) (map[string]any, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
 next:
-	for _, line := range l.lines {
-		var m map[string]any
-		if json.Unmarshal([]byte(line), &m) != nil || m["msg"] != msg {
-			continue
-		}
+	for _, m := range l.all(msg) {
 		for k, v := range attrs {
 			if m[k] != v {
 				continue next
