@@ -94,7 +94,6 @@ func (m *MySQL) Snapshot(ctx context.Context, vessel uuid.UUID) error {
 	for k, rows := range m.rows {
 		t := mysqlTables[k+1]
 		n := strings.Count(t.columns, ",") + 1 + 1 + 8 // vessel_id, descriptive, common
-		tuple := "(" + strings.TrimSuffix(strings.Repeat("?, ", n), ", ") + ")"
 		for start := 0; start < len(rows); start += mysqlBatch {
 			batch := rows[start:min(start+mysqlBatch, len(rows))]
 			args := make([]any, 0, n*len(batch))
@@ -102,7 +101,7 @@ func (m *MySQL) Snapshot(ctx context.Context, vessel uuid.UUID) error {
 				args = append(append(append(args, vessel[:]), r.mysql...), r.record, seenRevision, sec, nsec, seenRevision, sec, nsec, true)
 			}
 			q := "INSERT INTO " + t.table + " (vessel_id, " + t.columns + ", " + mysqlCommon + ") VALUES " +
-				strings.TrimSuffix(strings.Repeat(tuple+", ", len(batch)), ", ")
+				placeholders(n, len(batch))
 			if _, err := tx.ExecContext(ctx, q, args...); err != nil {
 				return fmt.Errorf("fleetfloor: %w", err)
 			}

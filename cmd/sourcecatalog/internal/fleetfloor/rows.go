@@ -2,6 +2,7 @@ package fleetfloor
 
 import (
 	"crypto/sha256"
+	"strings"
 	"time"
 
 	"github.com/yachtmemory/sourcecatalog/catalog"
@@ -58,4 +59,11 @@ func optional(s *string) any {
 		return nil
 	}
 	return *s
+}
+
+// placeholders returns the VALUES list of a multi-row INSERT of rows rows
+// of n columns each: "(?, ?), (?, ?)" for 2 and 2.
+func placeholders(n, rows int) string {
+	tuple := "(" + strings.TrimSuffix(strings.Repeat("?, ", n), ", ") + ")"
+	return strings.TrimSuffix(strings.Repeat(tuple+", ", rows), ", ")
 }

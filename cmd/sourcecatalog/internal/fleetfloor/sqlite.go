@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"net/url"
-	"strings"
 
 	"github.com/google/uuid"
 	"github.com/ncruces/go-sqlite3/driver"
@@ -66,7 +65,6 @@ func (s *SQLiteInventory) Snapshot(ctx context.Context, vessel uuid.UUID) error 
 	}
 	defer tx.Rollback()
 	sec, nsec := seenAt.Unix(), seenAt.Nanosecond()
-	tuple := "(" + strings.TrimSuffix(strings.Repeat("?, ", 12), ", ") + ")"
 	for start := 0; start < len(s.rows); start += sqliteBatch {
 		batch := s.rows[start:min(start+sqliteBatch, len(s.rows))]
 		args := make([]any, 0, 12*len(batch))
@@ -74,7 +72,7 @@ func (s *SQLiteInventory) Snapshot(ctx context.Context, vessel uuid.UUID) error 
 			args = append(args, vessel[:], int64(r.kind), r.path, r.sourceRef, r.record,
 				seenRevision, sec, nsec, seenRevision, sec, nsec, 1)
 		}
-		q := "INSERT INTO items (" + sqliteColumns + ") VALUES " + strings.TrimSuffix(strings.Repeat(tuple+", ", len(batch)), ", ")
+		q := "INSERT INTO items (" + sqliteColumns + ") VALUES " + placeholders(12, len(batch))
 		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
 			return fmt.Errorf("fleetfloor: %w", err)
 		}
