@@ -42,6 +42,9 @@ sk_cache_dir() {
   echo "${XDG_CACHE_HOME:-$HOME/.cache}/sourcecatalog/signalk-server-${hash:0:16}"
 }
 
+# SK_BIN is the executable's path inside an install directory.
+SK_BIN=node_modules/.bin/signalk-server
+
 # sk_install_node installs nodejs and npm with apt-get unless both are
 # already on PATH, then checks that node is at least SK_NODE_MIN.
 sk_install_node() {
@@ -73,7 +76,7 @@ sk_install() {
   dir=$(sk_cache_dir) || return 1
   # The server runs on the node on PATH, so check it even when cached.
   sk_install_node || return 1
-  if [[ ! -x $dir/node_modules/.bin/signalk-server ]]; then
+  if [[ ! -x $dir/$SK_BIN ]]; then
     mkdir -p "$(dirname "$dir")" || return 1
     tmp=$(mktemp -d "$dir.tmp.XXXXXX") || return 1
     cp "$SK_PKG_DIR/package.json" "$SK_PKG_DIR/package-lock.json" "$tmp/" || return 1
@@ -90,11 +93,11 @@ sk_install() {
     fi
     sk_log "installed in $((SECONDS - start)) s"
   fi
-  if [[ ! -x $dir/node_modules/.bin/signalk-server ]]; then
+  if [[ ! -x $dir/$SK_BIN ]]; then
     sk_log "no signalk-server executable in $dir"
     return 1
   fi
-  export SOURCECATALOG_SIGNALK_SERVER="$dir/node_modules/.bin/signalk-server"
+  export SOURCECATALOG_SIGNALK_SERVER="$dir/$SK_BIN"
   sk_log "SOURCECATALOG_SIGNALK_SERVER=$SOURCECATALOG_SIGNALK_SERVER"
 }
 
@@ -108,8 +111,8 @@ sk_main() {
     ;;
   path)
     dir=$(sk_cache_dir)
-    if [[ -x $dir/node_modules/.bin/signalk-server ]]; then
-      echo "$dir/node_modules/.bin/signalk-server"
+    if [[ -x $dir/$SK_BIN ]]; then
+      echo "$dir/$SK_BIN"
     else
       echo "not installed (bash $0 install)" >&2
       return 3
