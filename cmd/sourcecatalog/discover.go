@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -122,7 +121,7 @@ func (f *signalkFlags) client() (*signalk.Client, error) {
 	}
 	c, err := signalk.New(f.server.s, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("--signalk: %v", strings.TrimPrefix(err.Error(), "sourcecatalog: "))
+		return nil, fmt.Errorf("--signalk: %v", located(err))
 	}
 	return c, nil
 }
@@ -152,12 +151,12 @@ func runDiscover(e *env, c *command, args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	records, err := agent.DiscoverSettled(ctx, client, nil, discoverTries, func(wait time.Duration, err error) {
-		fmt.Fprintf(e.stderr, "sourcecatalog %s: %s; scanning again in %v\n", c.name, strings.TrimPrefix(err.Error(), "sourcecatalog: "), wait)
+		fmt.Fprintf(e.stderr, "sourcecatalog %s: %s; scanning again in %v\n", c.name, located(err), wait)
 	})
 	var scan *signalk.ScanError
 	switch {
 	case errors.As(err, &scan):
-		return c.failf(e, "%v; nothing to commit", strings.TrimPrefix(err.Error(), "sourcecatalog: "))
+		return c.failf(e, "%v; nothing to commit", located(err))
 	case err != nil:
 		return c.problems(e, err, "nothing to commit")
 	}

@@ -248,10 +248,10 @@ func (c *command) problems(e *env, err error, outcome string) int {
 	return exitInvalid
 }
 
-// located renders one problem: its location, class and detail, without the
-// "sourcecatalog: " prefix of its Error text.
-func located(p *sourcecatalog.Error) string {
-	return strings.TrimPrefix(p.Error(), "sourcecatalog: ")
+// located renders err without the "sourcecatalog: " prefix of its Error
+// text: for a problem, its location, class and detail.
+func located(err error) string {
+	return strings.TrimPrefix(err.Error(), "sourcecatalog: ")
 }
 
 // plural renders n with a noun: "1 chunk", "3 chunks".

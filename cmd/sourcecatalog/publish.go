@@ -217,7 +217,7 @@ func (f *publishFlags) client() (*httpbinding.Client, error) {
 	}
 	client, err := httpbinding.NewClient(f.endpoint.s, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("%v", strings.TrimPrefix(err.Error(), "sourcecatalog: "))
+		return nil, errors.New(located(err))
 	}
 	return client, nil
 }
