@@ -195,8 +195,8 @@ func (m *mapper) walk(node *canonical.Value, top bool) error {
 		if strings.Contains(mem.Name, ".") {
 			return scanErr(ReasonModel, truncateBytes(m.path), "a member name contains a dot, so its path is ambiguous", nil)
 		}
-		if member(v, "value") != nil {
-			if err := m.leaf(v, m.path); err != nil {
+		if value := member(v, "value"); value != nil {
+			if err := m.leaf(v, value, m.path); err != nil {
 				return err
 			}
 			continue
@@ -214,15 +214,16 @@ type candidate struct {
 	value *canonical.Value
 }
 
-// leaf maps the value object node at path to a path record and an
-// observation, or to nothing when no source of it is live.
-func (m *mapper) leaf(node *canonical.Value, pathBytes []byte) error {
+// leaf maps the value object node at path, whose member value is value,
+// to a path record and an observation, or to nothing when no source of it
+// is live.
+func (m *mapper) leaf(node, value *canonical.Value, pathBytes []byte) error {
 	where := truncateBytes(pathBytes)
 	src := member(node, "$source")
 	if src == nil || src.Kind() != canonical.KindString || src.Str() == "" {
 		return scanErr(ReasonModel, where, "the value has no $source", nil)
 	}
-	cands := []candidate{{src.Str(), member(node, "value")}}
+	cands := []candidate{{src.Str(), value}}
 	if values := member(node, "values"); values != nil {
 		if values.Kind() != canonical.KindObject {
 			return scanErr(ReasonModel, where, "values is not an object", nil)
@@ -240,7 +241,7 @@ func (m *mapper) leaf(node *canonical.Value, pathBytes []byte) error {
 			inValues = inValues || e.Name == src.Str()
 		}
 		if !inValues {
-			cands = append(cands, candidate{src.Str(), member(node, "value")})
+			cands = append(cands, candidate{src.Str(), value})
 		}
 	}
 	chosen, ok := m.choose(cands, src.Str())
@@ -329,7 +330,7 @@ func valueType(v *canonical.Value) catalog.ValueType {
 // tree (SPEC.md §12.5).
 func (m *mapper) source(ref string) (*catalog.Record, error) {
 	where := "source " + truncate(ref)
-	bus, device, err := m.resolve(ref)
+	bus, device, err := m.resolve(ref, where)
 	if err != nil {
 		return nil, err
 	}
@@ -378,9 +379,9 @@ func (m *mapper) source(ref string) (*catalog.Record, error) {
 // CAN name. Labels may contain dots, so every split is tried; a ref that
 // matches no entry, or more than one, cannot be resolved. Each split is a
 // lookup in an index built once, so resolving every ref costs time linear
-// in the sources tree and the refs, not their product.
-func (m *mapper) resolve(ref string) (bus, device *canonical.Value, err error) {
-	where := "source " + truncate(ref)
+// in the sources tree and the refs, not their product. where locates ref
+// in an error.
+func (m *mapper) resolve(ref, where string) (bus, device *canonical.Value, err error) {
 	if m.sources == nil {
 		return nil, nil, scanErr(ReasonSource, where, "the model has no sources tree", nil)
 	}
