@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/yachtmemory/sourcecatalog"
 	"github.com/yachtmemory/sourcecatalog/canonical"
@@ -596,14 +597,17 @@ type boundedErr struct{ err error }
 func (e boundedErr) Error() string { return truncate(e.err.Error()) }
 func (e boundedErr) Unwrap() error { return e.err }
 
+// maxQuoted bounds, in bytes, a string of the server's answer that an
+// error text quotes.
+const maxQuoted = 200
+
 // truncate bounds a string taken from the server's answer for an error text.
 func truncate(s string) string {
-	const max = 200
-	if len(s) <= max {
+	if len(s) <= maxQuoted {
 		return s
 	}
-	cut := max
-	for cut > 0 && !utf8Start(s[cut]) {
+	cut := maxQuoted
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
 	return s[:cut] + "…"
@@ -612,8 +616,5 @@ func truncate(s string) string {
 // truncateBytes is truncate of string(b), at the cost of its bound rather
 // than of b.
 func truncateBytes(b []byte) string {
-	const max = 200
-	return truncate(string(b[:min(len(b), max+1)]))
+	return truncate(string(b[:min(len(b), maxQuoted+1)]))
 }
-
-func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
