@@ -274,32 +274,48 @@ func (s *refScanner) open() refProblem {
 	return refProblem{}
 }
 
+// close reads the byte c that ends the container at s.i, if it is there,
+// and reports whether it was.
+func (s *refScanner) close(c byte) bool {
+	if s.end() || s.src[s.i] != c {
+		return false
+	}
+	s.i++
+	s.depth--
+	return true
+}
+
+// next reads what follows a container's element: a comma and the space
+// after it, or c, which ends the container (done).
+func (s *refScanner) next(c byte) (done bool, p refProblem) {
+	s.space()
+	switch {
+	case s.end():
+		return false, refProblem{s.i, ErrUnexpectedEnd}
+	case s.src[s.i] == ',':
+		s.i++
+		s.space()
+		return false, refProblem{}
+	case s.close(c):
+		return true, refProblem{}
+	default:
+		return false, s.stray()
+	}
+}
+
 func (s *refScanner) array() refProblem {
 	if p := s.open(); p.detail != nil {
 		return p
 	}
-	if !s.end() && s.src[s.i] == ']' {
-		s.i++
-		s.depth--
+	if s.close(']') {
 		return refProblem{}
 	}
 	for {
 		if p := s.value(); p.detail != nil {
 			return p
 		}
-		s.space()
-		switch {
-		case s.end():
-			return refProblem{s.i, ErrUnexpectedEnd}
-		case s.src[s.i] == ',':
-			s.i++
-			s.space()
-		case s.src[s.i] == ']':
-			s.i++
-			s.depth--
-			return refProblem{}
-		default:
-			return s.stray()
+		if done, p := s.next(']'); done || p.detail != nil {
+			return p
 		}
 	}
 }
@@ -308,9 +324,7 @@ func (s *refScanner) object() refProblem {
 	if p := s.open(); p.detail != nil {
 		return p
 	}
-	if !s.end() && s.src[s.i] == '}' {
-		s.i++
-		s.depth--
+	if s.close('}') {
 		return refProblem{}
 	}
 	names := map[string]bool{}
@@ -336,19 +350,8 @@ func (s *refScanner) object() refProblem {
 		if p := s.value(); p.detail != nil {
 			return p
 		}
-		s.space()
-		switch {
-		case s.end():
-			return refProblem{s.i, ErrUnexpectedEnd}
-		case s.src[s.i] == ',':
-			s.i++
-			s.space()
-		case s.src[s.i] == '}':
-			s.i++
-			s.depth--
-			return refProblem{}
-		default:
-			return s.stray()
+		if done, p := s.next('}'); done || p.detail != nil {
+			return p
 		}
 	}
 }

@@ -443,7 +443,11 @@ func (t *transformer) object() error {
 	sorted, names, err := t.members()
 	if err != nil {
 		if !sorted {
-			return t.repeatedBefore(err, open, in, names)
+			// A name among those read in full that repeats an earlier
+			// one precedes the problem err reports in the text.
+			if _, dup := t.duplicateName(open, in, names); dup != nil {
+				return dup
+			}
 		}
 		return err
 	}
@@ -552,18 +556,6 @@ func (t *transformer) sortMembers(open, in int) error {
 		copy(t.flips[first:], moved)
 	}
 	return nil
-}
-
-// repeatedBefore returns the problem to report when err ends the object
-// written to t.out from its '{' at open, whose own '{' is at t.src[in],
-// after names of its member names were read in full: a duplicate name
-// among them, which precedes the problem err reports in the text, or else
-// err.
-func (t *transformer) repeatedBefore(err error, open, in, names int) error {
-	if _, dup := t.duplicateName(open, in, names); dup != nil {
-		return dup
-	}
-	return err
 }
 
 // duplicateName returns the starts of the object's first n members (all

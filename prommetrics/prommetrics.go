@@ -124,10 +124,9 @@ func register(reg prometheus.Registerer, cs ...prometheus.Collector) error {
 			for _, done := range cs[:i] {
 				reg.Unregister(done)
 			}
-			return &sourcecatalog.Error{
-				Class: sourcecatalog.ErrInvalidValue, Chunk: sourcecatalog.NoIndex, Record: sourcecatalog.NoIndex,
-				Detail: "prommetrics: registering the metrics", Err: err,
-			}
+			e := sourcecatalog.Wrap(sourcecatalog.ErrInvalidValue, err)
+			e.Detail = "prommetrics: registering the metrics"
+			return e
 		}
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/yachtmemory/sourcecatalog"
 	"github.com/yachtmemory/sourcecatalog/canonical"
@@ -195,8 +196,8 @@ func (m *mapper) walk(node *canonical.Value, top bool) error {
 		if strings.Contains(mem.Name, ".") {
 			return scanErr(ReasonModel, truncateBytes(m.path), "a member name contains a dot, so its path is ambiguous", nil)
 		}
-		if member(v, "value") != nil {
-			if err := m.leaf(v, m.path); err != nil {
+		if value := member(v, "value"); value != nil {
+			if err := m.leaf(v, value, m.path); err != nil {
 				return err
 			}
 			continue
@@ -214,15 +215,16 @@ type candidate struct {
 	value *canonical.Value
 }
 
-// leaf maps the value object node at path to a path record and an
-// observation, or to nothing when no source of it is live.
-func (m *mapper) leaf(node *canonical.Value, pathBytes []byte) error {
+// leaf maps the value object node at path, whose member value is value,
+// to a path record and an observation, or to nothing when no source of it
+// is live.
+func (m *mapper) leaf(node, value *canonical.Value, pathBytes []byte) error {
 	where := truncateBytes(pathBytes)
 	src := member(node, "$source")
 	if src == nil || src.Kind() != canonical.KindString || src.Str() == "" {
 		return scanErr(ReasonModel, where, "the value has no $source", nil)
 	}
-	cands := []candidate{{src.Str(), member(node, "value")}}
+	cands := []candidate{{src.Str(), value}}
 	if values := member(node, "values"); values != nil {
 		if values.Kind() != canonical.KindObject {
 			return scanErr(ReasonModel, where, "values is not an object", nil)
@@ -240,7 +242,7 @@ func (m *mapper) leaf(node *canonical.Value, pathBytes []byte) error {
 			inValues = inValues || e.Name == src.Str()
 		}
 		if !inValues {
-			cands = append(cands, candidate{src.Str(), member(node, "value")})
+			cands = append(cands, candidate{src.Str(), value})
 		}
 	}
 	chosen, ok := m.choose(cands, src.Str())
@@ -329,7 +331,7 @@ func valueType(v *canonical.Value) catalog.ValueType {
 // tree (SPEC.md §12.5).
 func (m *mapper) source(ref string) (*catalog.Record, error) {
 	where := "source " + truncate(ref)
-	bus, device, err := m.resolve(ref)
+	bus, device, err := m.resolve(ref, where)
 	if err != nil {
 		return nil, err
 	}
@@ -378,9 +380,9 @@ func (m *mapper) source(ref string) (*catalog.Record, error) {
 // CAN name. Labels may contain dots, so every split is tried; a ref that
 // matches no entry, or more than one, cannot be resolved. Each split is a
 // lookup in an index built once, so resolving every ref costs time linear
-// in the sources tree and the refs, not their product.
-func (m *mapper) resolve(ref string) (bus, device *canonical.Value, err error) {
-	where := "source " + truncate(ref)
+// in the sources tree and the refs, not their product. where locates ref
+// in an error.
+func (m *mapper) resolve(ref, where string) (bus, device *canonical.Value, err error) {
 	if m.sources == nil {
 		return nil, nil, scanErr(ReasonSource, where, "the model has no sources tree", nil)
 	}
@@ -595,14 +597,17 @@ type boundedErr struct{ err error }
 func (e boundedErr) Error() string { return truncate(e.err.Error()) }
 func (e boundedErr) Unwrap() error { return e.err }
 
+// maxQuoted bounds, in bytes, a string of the server's answer that an
+// error text quotes.
+const maxQuoted = 200
+
 // truncate bounds a string taken from the server's answer for an error text.
 func truncate(s string) string {
-	const max = 200
-	if len(s) <= max {
+	if len(s) <= maxQuoted {
 		return s
 	}
-	cut := max
-	for cut > 0 && !utf8Start(s[cut]) {
+	cut := maxQuoted
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
 	return s[:cut] + "…"
@@ -611,8 +616,5 @@ func truncate(s string) string {
 // truncateBytes is truncate of string(b), at the cost of its bound rather
 // than of b.
 func truncateBytes(b []byte) string {
-	const max = 200
-	return truncate(string(b[:min(len(b), max+1)]))
+	return truncate(string(b[:min(len(b), maxQuoted+1)]))
 }
-
-func utf8Start(b byte) bool { return b&0xC0 != 0x80 }

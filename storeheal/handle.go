@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/yachtmemory/sourcecatalog"
+	"github.com/yachtmemory/sourcecatalog/outbox"
 )
 
 // Errors of the package; each wraps sourcecatalog.ErrStoreUnavailable, so
@@ -334,12 +335,13 @@ func (h *Handle[S]) install(s S, c io.Closer, err error) bool {
 }
 
 // nextDelay returns the wait before the next attempt and doubles the one
-// after it: 0, then the initial delay, doubling up to the maximum.
+// after it: 0, then the initial delay, doubling up to the maximum, as
+// outbox.Backoff steps.
 func (h *Handle[S]) nextDelay() time.Duration {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	d := h.backoff
-	h.backoff = min(max(2*d, h.cfg.initial), h.cfg.max)
+	h.backoff = outbox.Backoff{Min: h.cfg.initial, Max: h.cfg.max}.Next(d)
 	return d
 }
 
