@@ -106,16 +106,3 @@ func sourceRecord(ref, label, typ, meta string) *catalog.Record {
 	}
 	return must(catalog.NewSource(s))
 }
-
-// RecordsJSON renders records as the JSON array `sourcecatalog commit` and
-// `build` read: one canonical record per line.
-func RecordsJSON(records []*catalog.Record) []byte {
-	b := []byte("[\n")
-	for i, r := range records {
-		if i > 0 {
-			b = append(b, ",\n"...)
-		}
-		b = append(b, r.Canonical()...)
-	}
-	return append(b, "\n]\n"...)
-}

@@ -32,7 +32,7 @@ func TestFilesUpToDate(t *testing.T) {
 	assert.True(t, bytes.Equal(files.Chunks(s), chunks), regenerate)
 	records, err := os.ReadFile(examples.RecordsFile)
 	require.NoError(t, err)
-	assert.True(t, bytes.Equal(examples.RecordsJSON(examples.Boat()), records), regenerate)
+	assert.True(t, bytes.Equal(catalog.EncodeList(examples.Boat()), records), regenerate)
 	list, err := catalog.DecodeList(records)
 	require.NoError(t, err)
 	assert.Len(t, list, len(examples.Boat()))

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -160,7 +159,7 @@ func runDiscover(e *env, c *command, args []string) int {
 	case err != nil:
 		return c.problems(e, err, "nothing to commit")
 	}
-	if _, err := e.stdout.Write(recordsJSON(records)); err != nil {
+	if _, err := e.stdout.Write(catalog.EncodeList(records)); err != nil {
 		return c.failf(e, "%v", err)
 	}
 	return exitOK
@@ -202,19 +201,4 @@ func (f *settleFlag) Set(s string) error {
 	}
 	f.d, f.set = d, true
 	return nil
-}
-
-// recordsJSON renders records as the JSON array build and commit read, one
-// record per line.
-func recordsJSON(records []*catalog.Record) []byte {
-	var b bytes.Buffer
-	b.WriteString("[\n")
-	for i, r := range records {
-		if i > 0 {
-			b.WriteString(",\n")
-		}
-		b.Write(r.Canonical())
-	}
-	b.WriteString("\n]\n")
-	return b.Bytes()
 }

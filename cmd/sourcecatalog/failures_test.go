@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/yachtmemory/sourcecatalog/catalog"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -42,8 +43,8 @@ func TestStdoutWriteFailure(t *testing.T) {
 		args   func(t *testing.T) []string
 		prefix string
 	}{
-		{"canon", string(recordsJSON(examples.Boat())), func(*testing.T) []string { return []string{"canon"} }, "sourcecatalog canon"},
-		{"build", string(recordsJSON(examples.Boat())), func(t *testing.T) []string { return buildArgs(t.TempDir()) }, "sourcecatalog build"},
+		{"canon", string(catalog.EncodeList(examples.Boat())), func(*testing.T) []string { return []string{"canon"} }, "sourcecatalog canon"},
+		{"build", string(catalog.EncodeList(examples.Boat())), func(t *testing.T) []string { return buildArgs(t.TempDir()) }, "sourcecatalog build"},
 		{"verify", "", func(*testing.T) []string { return []string{"verify", h, c} }, "sourcecatalog verify"},
 		{"inspect", "", func(*testing.T) []string { return []string{"inspect", h, c} }, "sourcecatalog inspect"},
 		{"demo", "", func(*testing.T) []string { return []string{"demo"} }, "sourcecatalog demo"},
@@ -192,7 +193,7 @@ func TestBuildDiscoveredAtRange(t *testing.T) {
 
 			dir := filepath.Join(t.TempDir(), "out")
 			args := []string{"build", "--vessel", vesselFlag, "--revision", "1", "--discovered-at", at, "--out", dir}
-			r := cli(t, string(recordsJSON(records)), args...)
+			r := cli(t, string(catalog.EncodeList(records)), args...)
 			if envErr != nil {
 				assert.Equal(t, exitUsage, r.code, r.stderr)
 				assert.True(t, strings.HasPrefix(r.stderr, "sourcecatalog build: --discovered-at must not be "+at), r.stderr)
@@ -213,7 +214,7 @@ func TestBuildDiscoveredAtRange(t *testing.T) {
 // build replaces both files or neither: a target it cannot replace is
 // found before the other is touched.
 func TestBuildBothOrNothing(t *testing.T) {
-	records := string(recordsJSON(examples.Boat()))
+	records := string(catalog.EncodeList(examples.Boat()))
 	for _, tc := range []struct {
 		name, blocked string
 	}{

@@ -222,7 +222,7 @@ func TestBuild(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			in := writeFile(t, dir, "records.json", recordsJSON(tc.records))
+			in := writeFile(t, dir, "records.json", catalog.EncodeList(tc.records))
 			out := filepath.Join(dir, "out", "nested") // created on demand
 			r := cli(t, "", buildArgs(out, in)...)
 			require.Equal(t, exitOK, r.code, r.stderr)
@@ -248,7 +248,7 @@ func TestBuild(t *testing.T) {
 func TestBuildWriteFailure(t *testing.T) {
 	dir := t.TempDir()
 	out := writeFile(t, dir, "taken", nil) // a file where the directory should be
-	r := cli(t, string(recordsJSON(examples.Boat())), buildArgs(out)...)
+	r := cli(t, string(catalog.EncodeList(examples.Boat())), buildArgs(out)...)
 	assert.Equal(t, exitInvalid, r.code)
 	assert.Contains(t, r.stderr, "sourcecatalog build: ")
 	assert.Contains(t, r.stderr, "taken")
@@ -260,7 +260,7 @@ func TestBuildReproducesExamples(t *testing.T) {
 	dir := t.TempDir()
 	args := []string{"build", "--out", dir, "--vessel", examples.VesselID.String(), "--snapshot", examples.SnapshotID.String(),
 		"--revision", fmt.Sprint(examples.Revision), "--discovered-at", envelope.FormatTime(examples.DiscoveredAt)}
-	r := cli(t, string(recordsJSON(examples.Boat())), args...)
+	r := cli(t, string(catalog.EncodeList(examples.Boat())), args...)
 	require.Equal(t, exitOK, r.code, r.stderr)
 	wantHeader, wantChunks := exampleFiles(t)
 	for got, want := range map[string]string{files.HeaderName: wantHeader, files.ChunksName: wantChunks} {
@@ -277,7 +277,7 @@ func TestBuildStdinRandomSnapshot(t *testing.T) {
 	records := examples.Boat()
 	rand.New(rand.NewPCG(1, 2)).Shuffle(len(records), func(i, j int) { records[i], records[j] = records[j], records[i] })
 	// Flags after the operand, the operand "-" for standard input.
-	r := cli(t, string(recordsJSON(records)), "build", "-", "--out", dir, "--vessel", vesselFlag, "--revision", "9007199254740991", "--discovered-at", "2026-05-01T12:00:00.25Z")
+	r := cli(t, string(catalog.EncodeList(records)), "build", "-", "--out", dir, "--vessel", vesselFlag, "--revision", "9007199254740991", "--discovered-at", "2026-05-01T12:00:00.25Z")
 	require.Equal(t, exitOK, r.code, r.stderr)
 	header, err := os.ReadFile(filepath.Join(dir, files.HeaderName))
 	require.NoError(t, err)
@@ -301,14 +301,14 @@ func TestBuildVerifyDeepestMeta(t *testing.T) {
 	obs, err := catalog.NewObservation(catalog.Observation{Path: "x.deep", SourceRef: "s", ValueType: catalog.Unknown})
 	require.NoError(t, err)
 	dir := t.TempDir()
-	r := cli(t, string(recordsJSON([]*catalog.Record{p, src, obs})), buildArgs(dir)...)
+	r := cli(t, string(catalog.EncodeList([]*catalog.Record{p, src, obs})), buildArgs(dir)...)
 	require.Equal(t, exitOK, r.code, r.stderr)
 	v := cli(t, "", "verify", filepath.Join(dir, files.HeaderName), filepath.Join(dir, files.ChunksName))
 	assert.Equal(t, exitOK, v.code, v.stderr)
 }
 
 func TestBuildFailsWritingNothing(t *testing.T) {
-	boat := recordsJSON(examples.Boat())
+	boat := catalog.EncodeList(examples.Boat())
 	boatWith := func(extra ...string) string {
 		s := strings.TrimSuffix(string(boat), "\n]\n")
 		for _, e := range extra {
@@ -337,7 +337,7 @@ func TestBuildFailsWritingNothing(t *testing.T) {
 			[]string{fmt.Sprintf(`record %d field "source_ref": integrity violation: source not referenced`, n)}},
 		{"observation of an unknown path", boatWith(`{"kind":"observation","path":"a.b","source_ref":"defaults","value_type":"number"}`),
 			[]string{fmt.Sprintf(`record %d field "path": integrity violation: observation of a path with no path record`, n)}},
-		{"too many records", string(recordsJSON(examples.Scaled(sourcecatalog.MaxRecords + 1))),
+		{"too many records", string(catalog.EncodeList(examples.Scaled(sourcecatalog.MaxRecords + 1))),
 			[]string{`field "records": limit exceeded: more than 25600 records`}},
 		{"record too large", `[{"kind":"path","path":"p","meta":{"description":"` + strings.Repeat("x", sourcecatalog.MaxChunkBody) + `"}},{"kind":"source","source_ref":"s"},{"kind":"observation","path":"p","source_ref":"s","value_type":"number"}]`,
 			[]string{"record 0: record too large"}},
@@ -770,7 +770,7 @@ func TestEndToEnd(t *testing.T) {
 	assert.Contains(t, r.stderr, "duplicate")
 
 	outDir := filepath.Join(dir, "snapshot")
-	records := writeFile(t, dir, "records.json", recordsJSON(examples.Boat()))
+	records := writeFile(t, dir, "records.json", catalog.EncodeList(examples.Boat()))
 	r = exe("", buildArgs(outDir, records)...)
 	require.Equal(t, 0, r.code, r.stderr)
 	h, c := filepath.Join(outDir, files.HeaderName), filepath.Join(outDir, files.ChunksName)

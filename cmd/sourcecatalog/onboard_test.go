@@ -45,7 +45,7 @@ func decodeStrict(t *testing.T, doc string, v any) {
 // recordsFile writes records as commit reads them and returns the path.
 func recordsFile(t *testing.T, dir, name string, records []*catalog.Record) string {
 	t.Helper()
-	return writeFile(t, dir, name, recordsJSON(records))
+	return writeFile(t, dir, name, catalog.EncodeList(records))
 }
 
 // commitJSONOf runs commit --json and decodes its output.
@@ -115,7 +115,7 @@ func TestCommit(t *testing.T) {
 
 	// A retry, from standard input, at another time: nothing written, the
 	// first commit's revision and discovery time.
-	r := cli(t, string(recordsJSON(examples.Scaled(600))), "commit", "-", "--vessel", vesselFlag, "--snapshot", snap, "--store", db)
+	r := cli(t, string(catalog.EncodeList(examples.Scaled(600))), "commit", "-", "--vessel", vesselFlag, "--snapshot", snap, "--store", db)
 	require.Equal(t, exitOK, r.code, r.stderr)
 	assert.Regexp(t, `^already committed: vessel `+vesselFlag+` snapshot `+snap+` revision `+strconv.FormatInt(second.Revision, 10)+`: \d+ chunks, 600 records, \d+ outbox entries \(\d+ pending\)\n$`, r.stdout)
 	retry := commitJSONOf(t, "--store", db, "--vessel", vesselFlag, "--snapshot", snap, "--discovered-at", "2027-01-01T00:00:00Z", scaled)

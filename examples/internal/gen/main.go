@@ -11,6 +11,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"github.com/yachtmemory/sourcecatalog/catalog"
 	"os"
 	"path/filepath"
 
@@ -35,5 +36,5 @@ func generate(dir string) error {
 	if err := files.Write(dir, s, examples.HeaderFile, examples.ChunksFile); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, examples.RecordsFile), examples.RecordsJSON(examples.Boat()), 0o644)
+	return os.WriteFile(filepath.Join(dir, examples.RecordsFile), catalog.EncodeList(examples.Boat()), 0o644)
 }
