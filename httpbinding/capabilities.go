@@ -285,17 +285,13 @@ func (e *DeclarationError) Unwrap() error { return outbox.ErrCapabilityOff }
 //     MaxDeclarationSize bytes, a redirect, any other status — wraps
 //     sourcecatalog.ErrStoreUnavailable.
 func (c *Client) Declaration(ctx context.Context) (Declaration, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.endpoint, nil)
+	req, err := c.newRequest(ctx, http.MethodGet, nil)
 	if err != nil {
-		return Declaration{}, sourcecatalog.Wrap(sourcecatalog.ErrStoreUnavailable, err)
-	}
-	req.Header.Set("Accept", ContentType)
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
+		return Declaration{}, err
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return Declaration{}, c.transportErr(err)
+		return Declaration{}, transportErr(err)
 	}
 	defer resp.Body.Close()
 	switch resp.StatusCode {
@@ -312,7 +308,7 @@ func (c *Client) Declaration(ctx context.Context) (Declaration, error) {
 	}
 	text, err := io.ReadAll(io.LimitReader(resp.Body, MaxDeclarationSize+1))
 	if err != nil {
-		return Declaration{}, c.transportErr(fmt.Errorf("reading the declaration: %w", err))
+		return Declaration{}, transportErr(fmt.Errorf("reading the declaration: %w", err))
 	}
 	if len(text) > MaxDeclarationSize {
 		// Like a receipt's (SPEC.md §11.6): an answer over the bound is a
@@ -339,15 +335,6 @@ func located(err error) *sourcecatalog.Error {
 		return p[0]
 	}
 	return sourcecatalog.Wrap(sourcecatalog.Class(err), err)
-}
-
-// transportErr classes an error of the connection: a *TLSError for a TLS
-// verification failure, sourcecatalog.ErrStoreUnavailable otherwise.
-func (c *Client) transportErr(err error) error {
-	if tf := tlsFailure(err); tf != nil {
-		return tf
-	}
-	return sourcecatalog.Wrap(sourcecatalog.ErrStoreUnavailable, err)
 }
 
 // A Gate is the capability gate of SPEC.md §7.5 in auto mode: an

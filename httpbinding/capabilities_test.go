@@ -157,27 +157,17 @@ func TestClientDeclaration(t *testing.T) {
 		{"redirect", 307, "text/plain", "", failed, nil, "", nil},
 		{"401", 401, "text/plain", "", unauthorized, nil, "", nil},
 	}
-	type answerCase struct {
-		status      int
-		ctype, body string
-	}
-	var current atomic.Pointer[answerCase]
+	var current atomic.Pointer[cannedAnswer]
 	var last atomic.Pointer[http.Request]
 	ts := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		last.Store(r)
-		a := current.Load()
-		if a.status == 307 {
-			w.Header().Set("Location", "/elsewhere")
-		}
-		w.Header().Set("Content-Type", a.ctype)
-		w.WriteHeader(a.status)
-		_, _ = io.WriteString(w, a.body)
+		current.Load().write(w)
 	}))
 	defer ts.Close()
 	c := testClient(t, ts, httpbinding.WithBearerToken("tok"))
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			current.Store(&answerCase{tc.status, tc.ctype, tc.body})
+			current.Store(&cannedAnswer{tc.status, tc.ctype, tc.body})
 			d, err := c.Declaration(context.Background())
 			r := last.Load()
 			assert.Equal(t, http.MethodGet, r.Method)

@@ -271,24 +271,17 @@ func (c *Client) Send(ctx context.Context, e outbox.Entry) (envelope.Receipt, er
 			body, gzipped = z, true
 		}
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint, bytes.NewReader(body))
+	req, err := c.newRequest(ctx, http.MethodPost, bytes.NewReader(body))
 	if err != nil {
-		return envelope.Receipt{}, sourcecatalog.Wrap(sourcecatalog.ErrStoreUnavailable, err)
+		return envelope.Receipt{}, err
 	}
 	req.Header.Set("Content-Type", ContentType)
 	if gzipped {
 		req.Header.Set("Content-Encoding", "gzip")
 	}
-	req.Header.Set("Accept", ContentType)
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		if tf := tlsFailure(err); tf != nil {
-			return envelope.Receipt{}, tf
-		}
-		return envelope.Receipt{}, sourcecatalog.Wrap(sourcecatalog.ErrStoreUnavailable, err)
+		return envelope.Receipt{}, transportErr(err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode == http.StatusUnauthorized {
@@ -296,12 +289,33 @@ func (c *Client) Send(ctx context.Context, e outbox.Entry) (envelope.Receipt, er
 	}
 	answer, err := io.ReadAll(io.LimitReader(resp.Body, envelope.MaxAnswerSize+1))
 	if err != nil {
-		if tf := tlsFailure(err); tf != nil {
-			return envelope.Receipt{}, tf
-		}
-		return envelope.Receipt{}, sourcecatalog.Wrap(sourcecatalog.ErrStoreUnavailable, fmt.Errorf("reading the %d answer: %w", resp.StatusCode, err))
+		return envelope.Receipt{}, transportErr(fmt.Errorf("reading the %d answer: %w", resp.StatusCode, err))
 	}
 	return decodeAnswer(resp.StatusCode, resp.Header.Get("Content-Type"), answer)
+}
+
+// newRequest returns a request of method to the Client's endpoint, with
+// its Accept and its credentials; its error wraps
+// sourcecatalog.ErrStoreUnavailable.
+func (c *Client) newRequest(ctx context.Context, method string, body io.Reader) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, method, c.endpoint, body)
+	if err != nil {
+		return nil, sourcecatalog.Wrap(sourcecatalog.ErrStoreUnavailable, err)
+	}
+	req.Header.Set("Accept", ContentType)
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	return req, nil
+}
+
+// transportErr classes an error of the connection: a *TLSError for a TLS
+// verification failure, sourcecatalog.ErrStoreUnavailable otherwise.
+func transportErr(err error) error {
+	if tf := tlsFailure(err); tf != nil {
+		return tf
+	}
+	return sourcecatalog.Wrap(sourcecatalog.ErrStoreUnavailable, err)
 }
 
 // decodeAnswer turns an answer into a receipt or a classed error.

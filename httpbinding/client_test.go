@@ -62,11 +62,7 @@ func TestClientAnswers(t *testing.T) {
 	var redirected atomic.Bool
 	var last atomic.Pointer[http.Request]
 	var lastBody atomic.Pointer[[]byte]
-	type answerCase = struct {
-		status      int
-		ctype, body string
-	}
-	var current atomic.Pointer[answerCase]
+	var current atomic.Pointer[cannedAnswer]
 	ts := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/elsewhere" {
 			redirected.Store(true)
@@ -74,19 +70,13 @@ func TestClientAnswers(t *testing.T) {
 		body, _ := io.ReadAll(r.Body)
 		last.Store(r)
 		lastBody.Store(&body)
-		a := current.Load()
-		if a.status == 307 {
-			w.Header().Set("Location", "/elsewhere")
-		}
-		w.Header().Set("Content-Type", a.ctype)
-		w.WriteHeader(a.status)
-		_, _ = io.WriteString(w, a.body)
+		current.Load().write(w)
 	}))
 	defer ts.Close()
 	c := testClient(t, ts, httpbinding.WithBearerToken("tok"))
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			current.Store(&answerCase{tc.status, tc.ctype, tc.body})
+			current.Store(&cannedAnswer{tc.status, tc.ctype, tc.body})
 			rc, err := c.Send(context.Background(), e)
 			r := last.Load()
 			assert.Equal(t, http.MethodPost, r.Method)
@@ -109,6 +99,23 @@ func TestClientAnswers(t *testing.T) {
 		})
 	}
 	assert.False(t, redirected.Load(), "redirects are not followed")
+}
+
+// A cannedAnswer is what a test server answers: a status, a Content-Type
+// and a body.
+type cannedAnswer struct {
+	status      int
+	ctype, body string
+}
+
+// write answers a, with Location: /elsewhere for a 307.
+func (a *cannedAnswer) write(w http.ResponseWriter) {
+	if a.status == 307 {
+		w.Header().Set("Location", "/elsewhere")
+	}
+	w.Header().Set("Content-Type", a.ctype)
+	w.WriteHeader(a.status)
+	_, _ = io.WriteString(w, a.body)
 }
 
 // An answer whose body is cut short is store_unavailable, even when what

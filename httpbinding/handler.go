@@ -329,9 +329,14 @@ func (h *Handler) refuseUnread(w http.ResponseWriter, ev *reply, status int, err
 // plain answers status in plain text, before or instead of reading the
 // body, and hangs up.
 func (h *Handler) plain(w http.ResponseWriter, ev *reply, status int, outcome string, err error) {
+	h.text(w, ev, status, outcome, err, http.StatusText(status)+"\n")
+}
+
+// text answers status with body in plain text and hangs up.
+func (h *Handler) text(w http.ResponseWriter, ev *reply, status int, outcome string, err error, body string) {
 	ev.Status, ev.Outcome, ev.Err = status, outcome, err
 	closeConn(w)
-	writePlain(w, status)
+	writeText(w, status, body)
 	ev.hangUp = true
 }
 
@@ -339,14 +344,11 @@ func (h *Handler) plain(w http.ResponseWriter, ev *reply, status int, outcome st
 // hangs up: plain text, "Unauthorized", and the RefusalReason of err when
 // it has one (SPEC.md §11.2).
 func (h *Handler) unauthorized(w http.ResponseWriter, ev *reply, err error) {
-	ev.Status, ev.Outcome, ev.Err = http.StatusUnauthorized, OutcomeUnauthenticated, err
-	closeConn(w)
-	body := http.StatusText(http.StatusUnauthorized) + "\n"
+	body := http.StatusText(http.StatusUnauthorized)
 	if why := RefusalReason(err); why != "" {
-		body = http.StatusText(http.StatusUnauthorized) + ": " + why + "\n"
+		body += ": " + why
 	}
-	writeText(w, http.StatusUnauthorized, body)
-	ev.hangUp = true
+	h.text(w, ev, http.StatusUnauthorized, OutcomeUnauthenticated, err, body+"\n")
 }
 
 // closeConn announces that the connection closes after the answer, which

@@ -46,7 +46,7 @@ var errNoCheck = sourcecatalog.Errorf(sourcecatalog.ErrInvalidValue, "httpbindin
 func (h *Health) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
-		writeText(w, http.StatusMethodNotAllowed, http.StatusText(http.StatusMethodNotAllowed)+"\n")
+		writePlain(w, http.StatusMethodNotAllowed)
 		return
 	}
 	start := time.Now()

@@ -186,8 +186,9 @@ func writeRefusal(w http.ResponseWriter, status int, f envelope.Refusal, retryAf
 	writeAnswer(w, status, f.Canonical())
 }
 
-// writePlain writes a text answer that is neither a receipt nor a
-// refusal: 400, 401 and 405.
+// writePlain writes a text answer of its status's text alone, neither a
+// receipt nor a refusal: Health's 405 (the Handler's go through
+// Handler.plain).
 func writePlain(w http.ResponseWriter, status int) {
 	writeText(w, status, http.StatusText(status)+"\n")
 }

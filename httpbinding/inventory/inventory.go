@@ -267,8 +267,9 @@ func pageOf(c finalize.Catalog, after *cursor, limit int) Page {
 	}
 	start := 0
 	if after != nil {
-		start, _ = slices.BinarySearchFunc(c.Items, after.key(), func(it finalize.Item, k catalog.Key) int { return it.Key.Compare(k) })
-		if start < len(c.Items) && c.Items[start].Key.Compare(after.key()) == 0 {
+		var found bool
+		start, found = slices.BinarySearchFunc(c.Items, after.key(), func(it finalize.Item, k catalog.Key) int { return it.Key.Compare(k) })
+		if found {
 			start++
 		}
 	}
@@ -404,19 +405,18 @@ func writeJSON(w http.ResponseWriter, v any) {
 		writeError(w, http.StatusInternalServerError, "the answer could not be encoded")
 		return
 	}
-	b = append(b, '\n')
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(b)
+	writeBody(w, http.StatusOK, b)
 }
 
 func writeError(w http.ResponseWriter, status int, msg string) {
 	b, _ := json.Marshal(struct {
 		Error string `json:"error"`
 	}{msg})
+	writeBody(w, status, b)
+}
+
+// writeBody answers status with the JSON text b and a newline.
+func writeBody(w http.ResponseWriter, status int, b []byte) {
 	b = append(b, '\n')
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(b)))

@@ -126,8 +126,11 @@ func startHTTP(cfg HTTPLink, seed uint64, recv *finalize.Receiver, vessel uuid.U
 	}
 	// The declaration is read from the server itself, not through the
 	// proxy, so that the proxy's faults fall on the messages alone.
-	tlsConfig := httpbinding.ClientTLSConfig(ca.Pool, &vesselCert)
-	direct, err := httpbinding.NewClient("https://"+l.serverAddr+"/v2/messages", httpbinding.WithTLSConfig(tlsConfig), httpbinding.WithTimeout(cfg.Timeout))
+	opts := []httpbinding.ClientOption{
+		httpbinding.WithTLSConfig(httpbinding.ClientTLSConfig(ca.Pool, &vesselCert)),
+		httpbinding.WithTimeout(cfg.Timeout),
+	}
+	direct, err := httpbinding.NewClient("https://"+l.serverAddr+"/v2/messages", opts...)
 	if err != nil {
 		return l, err
 	}
@@ -135,7 +138,6 @@ func startHTTP(cfg HTTPLink, seed uint64, recv *finalize.Receiver, vessel uuid.U
 	if l.declared, err = direct.Declaration(context.Background()); err != nil {
 		return l, fmt.Errorf("demo: the capability declaration: %w", err)
 	}
-	opts := []httpbinding.ClientOption{httpbinding.WithTLSConfig(tlsConfig), httpbinding.WithTimeout(cfg.Timeout)}
 	if l.declared.Has(httpbinding.CapabilityRequestGzip) {
 		opts = append(opts, httpbinding.WithRequestCompression())
 	}
