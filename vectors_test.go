@@ -54,14 +54,7 @@ var errorClasses = map[string]error{
 }
 
 // allClasses are every class sentinel: an error wraps exactly one.
-var allClasses = []error{
-	sourcecatalog.ErrMalformedJSON, sourcecatalog.ErrUnknownField, sourcecatalog.ErrMissingField,
-	sourcecatalog.ErrInvalidValue, sourcecatalog.ErrLimitExceeded, sourcecatalog.ErrRecordTooLarge,
-	sourcecatalog.ErrHashMismatch, sourcecatalog.ErrIntegrity, sourcecatalog.ErrUnsupported,
-	sourcecatalog.ErrIncompleteScan, sourcecatalog.ErrForeignVessel, sourcecatalog.ErrUnregisteredVessel,
-	sourcecatalog.ErrConflict, sourcecatalog.ErrRevisionConflict, sourcecatalog.ErrStagingExhausted,
-	sourcecatalog.ErrReferenceUnavailable, sourcecatalog.ErrStoreUnavailable,
-}
+var allClasses = sourcecatalog.Classes()
 
 // syntaxDetails maps the detail names to package canonical's sentinels.
 var syntaxDetails = map[string]error{
