@@ -54,14 +54,7 @@ var errorClasses = map[string]error{
 }
 
 // allClasses are every class sentinel: an error wraps exactly one.
-var allClasses = []error{
-	sourcecatalog.ErrMalformedJSON, sourcecatalog.ErrUnknownField, sourcecatalog.ErrMissingField,
-	sourcecatalog.ErrInvalidValue, sourcecatalog.ErrLimitExceeded, sourcecatalog.ErrRecordTooLarge,
-	sourcecatalog.ErrHashMismatch, sourcecatalog.ErrIntegrity, sourcecatalog.ErrUnsupported,
-	sourcecatalog.ErrIncompleteScan, sourcecatalog.ErrForeignVessel, sourcecatalog.ErrUnregisteredVessel,
-	sourcecatalog.ErrConflict, sourcecatalog.ErrRevisionConflict, sourcecatalog.ErrStagingExhausted,
-	sourcecatalog.ErrReferenceUnavailable, sourcecatalog.ErrStoreUnavailable,
-}
+var allClasses = sourcecatalog.Classes()
 
 // syntaxDetails maps the detail names to package canonical's sentinels.
 var syntaxDetails = map[string]error{
@@ -781,11 +774,7 @@ func runManifest(t *testing.T, g *golden) {
 	assert.Equal(t, g.fields["record-count"], strconv.Itoa(m.RecordCount), "record-count")
 	assert.Equal(t, g.fields["document-sha256"], m.DocumentSHA256.String(), "document-sha256")
 	assert.Equal(t, manifestText(&m), string(m.Canonical()), "manifest wire format")
-	out, err := canonical.Transform(g.payload)
-	require.NoError(t, err)
-	assert.Equal(t, string(out), string(m.Canonical()), "the manifest's canonical bytes are the RFC 8785 form of its text")
-	again, err := envelope.DecodeManifest(m.Canonical())
-	require.NoError(t, err)
+	again := checkReencodes(t, g, "manifest", m.Canonical(), envelope.DecodeManifest)
 	assert.Equal(t, m.Canonical(), again.Canonical())
 }
 
@@ -802,11 +791,7 @@ func runChunk(t *testing.T, g *golden) {
 	assert.Equal(t, g.fields["payload-sha256"], c.PayloadSHA256().String(), "payload-sha256")
 	assert.Equal(t, g.fields["payload-sha256"], sum(body(c.Records())), "payload-sha256 is the hash of the canonical body")
 	assert.Equal(t, chunkText(c, c.Records()), string(c.Canonical()), "chunk wire format")
-	out, err := canonical.Transform(g.payload)
-	require.NoError(t, err)
-	assert.Equal(t, string(out), string(c.Canonical()), "the chunk's canonical bytes are the RFC 8785 form of its text")
-	again, err := envelope.DecodeChunk(c.Canonical())
-	require.NoError(t, err)
+	again := checkReencodes(t, g, "chunk", c.Canonical(), envelope.DecodeChunk)
 	assert.Equal(t, c.Canonical(), again.Canonical())
 	for _, r := range c.Records() {
 		checkRecord(t, r)
@@ -849,11 +834,7 @@ func runReceipt(t *testing.T, g *golden) {
 	assert.Equal(t, r.EntityType == sourcecatalog.ChunkEntityType, r.ChunkIndex != sourcecatalog.NoIndex,
 		"a chunk index exactly on a chunk's receipt")
 	assert.Equal(t, receiptText(r), string(r.Canonical()), "receipt wire format")
-	out, err := canonical.Transform(g.payload)
-	require.NoError(t, err)
-	assert.Equal(t, string(out), string(r.Canonical()), "the receipt's canonical bytes are the RFC 8785 form of its text")
-	again, err := envelope.DecodeReceipt(r.Canonical())
-	require.NoError(t, err)
+	again := checkReencodes(t, g, "receipt", r.Canonical(), envelope.DecodeReceipt)
 	assert.Equal(t, r, again)
 	assert.True(t, r.Matches(again))
 }
@@ -876,11 +857,7 @@ func runRefusal(t *testing.T, g *golden) {
 		field = ""
 	}
 	assert.Equal(t, field, f.Field, "field")
-	out, err := canonical.Transform(g.payload)
-	require.NoError(t, err)
-	assert.Equal(t, string(out), string(f.Canonical()), "the refusal's canonical bytes are the RFC 8785 form of its text")
-	again, err := envelope.DecodeRefusal(f.Canonical())
-	require.NoError(t, err)
+	again := checkReencodes(t, g, "refusal", f.Canonical(), envelope.DecodeRefusal)
 	assert.Equal(t, f, again)
 
 	// As an error, the refusal has its class and location.
@@ -917,11 +894,7 @@ func runDeclaration(t *testing.T, g *golden) {
 	for _, c := range d.Unknown {
 		assert.False(t, d.Has(c), "an unknown capability is never supported: %s", c)
 	}
-	out, err := canonical.Transform(g.payload)
-	require.NoError(t, err)
-	assert.Equal(t, string(out), string(d.Canonical()), "the declaration's canonical bytes are the RFC 8785 form of its text")
-	again, err := httpbinding.DecodeDeclaration(d.Canonical())
-	require.NoError(t, err)
+	again := checkReencodes(t, g, "declaration", d.Canonical(), httpbinding.DecodeDeclaration)
 	assert.Equal(t, d, again)
 }
 
@@ -1003,6 +976,20 @@ func checkSyntaxError(t *testing.T, g *golden, err error) {
 		require.ErrorAs(t, err, &se)
 		assert.Equal(t, g.offset, se.Offset, "offset")
 	}
+}
+
+// checkReencodes checks that canon, the canonical bytes of the message
+// (named what) that g's payload decoded to, are the RFC 8785 form of the
+// payload and decode again; it returns what they decode to, for the
+// caller to compare with the first decoding.
+func checkReencodes[T any](t *testing.T, g *golden, what string, canon []byte, decode func([]byte) (T, error)) T {
+	t.Helper()
+	out, err := canonical.Transform(g.payload)
+	require.NoError(t, err)
+	assert.Equal(t, string(out), string(canon), "the "+what+"'s canonical bytes are the RFC 8785 form of its text")
+	again, err := decode(canon)
+	require.NoError(t, err)
+	return again
 }
 
 // checkTransformAgrees checks that canonical.Transform accepts the payload

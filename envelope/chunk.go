@@ -142,9 +142,13 @@ var zeroHex [2 * sha256.Size]byte
 
 // writeBody writes the chunk's canonical body to h: the records as they sit
 // in the chunk's canonical bytes, between the body's brackets.
-func (c *Chunk) writeBody(h hash.Hash) {
+func (c *Chunk) writeBody(h hash.Hash) { writeRecordsBody(h, c.canon[c.recStart:c.recEnd]) }
+
+// writeRecordsBody writes to h the canonical body {"records":[...]} whose
+// array content is records.
+func writeRecordsBody(h hash.Hash, records []byte) {
 	h.Write([]byte(bodyOpen))
-	h.Write(c.canon[c.recStart:c.recEnd])
+	h.Write(records)
 	h.Write([]byte(bodyClose))
 }
 
@@ -232,29 +236,15 @@ func (d *chunkDecoder) decode(raw []byte) (*Chunk, error) {
 // decodeChunk reads the members of a chunk after its chunk_index, index;
 // vals holds their offsets, in the order of chunkFields.
 func (d *chunkDecoder) decodeChunk(msg *message, index int, vals [7]int) (*Chunk, error) {
-	payload, err := msg.digest(vals[1], "payload_sha256")
+	payload, err := msg.chunkHead(vals[1], vals[2])
 	if err != nil {
-		return nil, err
-	}
-	if err := msg.constant(vals[2], "protocol", sourcecatalog.Protocol); err != nil {
 		return nil, err
 	}
 	records := vals[3]
 	if msg.b[records] != '[' {
 		return nil, invalid("records", "must be an array")
 	}
-	revision, err := msg.integer(vals[4], "revision", 1, sourcecatalog.MaxRevision)
-	if err != nil {
-		return nil, err
-	}
-	snapshot, err := msg.uuid(vals[5], "snapshot_id")
-	if err == nil {
-		err = checkSnapshotID(snapshot)
-	}
-	if err != nil {
-		return nil, err
-	}
-	vessel, err := msg.uuid(vals[6], "vessel_id")
+	revision, snapshot, vessel, err := msg.chunkTail(vals[4], vals[5], vals[6])
 	if err != nil {
 		return nil, err
 	}
@@ -281,6 +271,36 @@ func (d *chunkDecoder) decodeChunk(msg *message, index int, vals [7]int) (*Chunk
 		return nil, sourcecatalog.Errorf(sourcecatalog.ErrHashMismatch, "payload_sha256 does not match the canonical body").AtField("payload_sha256")
 	}
 	return c, nil
+}
+
+// chunkHead reads the members a chunk and its reference share before the
+// records member, payload_sha256 and protocol, at offsets payload and
+// protocol, returning the digest.
+func (m *message) chunkHead(payload, protocol int) (canonical.Digest, error) {
+	d, err := m.digest(payload, "payload_sha256")
+	if err != nil {
+		return d, err
+	}
+	return d, m.constant(protocol, "protocol", sourcecatalog.Protocol)
+}
+
+// chunkTail reads the members a chunk and its reference share after the
+// records member, revision, snapshot_id and vessel_id, at offsets rev,
+// snap and ves.
+func (m *message) chunkTail(rev, snap, ves int) (revision int64, snapshot, vessel uuid.UUID, err error) {
+	if revision, err = m.integer(rev, "revision", 1, sourcecatalog.MaxRevision); err != nil {
+		return 0, uuid.Nil, uuid.Nil, err
+	}
+	if snapshot, err = m.uuid(snap, "snapshot_id"); err == nil {
+		err = checkSnapshotID(snapshot)
+	}
+	if err != nil {
+		return 0, uuid.Nil, uuid.Nil, err
+	}
+	if vessel, err = m.uuid(ves, "vessel_id"); err != nil {
+		return 0, uuid.Nil, uuid.Nil, err
+	}
+	return revision, snapshot, vessel, nil
 }
 
 // readRecords decodes the records array of c and keeps of the records what

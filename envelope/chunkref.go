@@ -100,25 +100,11 @@ func DecodeChunkRef(raw []byte) (*ChunkRef, error) {
 
 // decodeChunkRef reads the members of a reference after its chunk_index.
 func decodeChunkRef(msg *message, index int, vals [6]int) (*ChunkRef, error) {
-	payload, err := msg.digest(vals[1], "payload_sha256")
+	payload, err := msg.chunkHead(vals[1], vals[2])
 	if err != nil {
 		return nil, err
 	}
-	if err := msg.constant(vals[2], "protocol", sourcecatalog.Protocol); err != nil {
-		return nil, err
-	}
-	revision, err := msg.integer(vals[3], "revision", 1, sourcecatalog.MaxRevision)
-	if err != nil {
-		return nil, err
-	}
-	snapshot, err := msg.uuid(vals[4], "snapshot_id")
-	if err == nil {
-		err = checkSnapshotID(snapshot)
-	}
-	if err != nil {
-		return nil, err
-	}
-	vessel, err := msg.uuid(vals[5], "vessel_id")
+	revision, snapshot, vessel, err := msg.chunkTail(vals[3], vals[4], vals[5])
 	if err != nil {
 		return nil, err
 	}
@@ -154,9 +140,7 @@ func (r *ChunkRef) Resolve(stored []byte) (*Chunk, error) {
 		return nil, r.Unavailable()
 	}
 	h := sha256.New()
-	h.Write([]byte(bodyOpen))
-	h.Write(records)
-	h.Write([]byte(bodyClose))
+	writeRecordsBody(h, records)
 	var sum canonical.Digest
 	if h.Sum(sum[:0]); sum != r.payload {
 		return nil, mismatch()

@@ -87,21 +87,17 @@ func (p *Publisher) refused(k refKey) bool {
 	return p.noRef[k]
 }
 
-// send sends e, as a reference when ref: on a refusal that says the
+// send sends e, as ref when ref is not nil: on a refusal that says the
 // receiver cannot resolve it — ErrReferenceUnavailable, ErrHashMismatch
 // (its copy failed its check) or ErrUnsupported (it no longer takes
 // references) — it sends e whole at once and never references e again.
 // A conflict, or any other failure, is the answer as it is.
-func (p *Publisher) send(ctx context.Context, e Entry, ref bool, pass *Pass) (envelope.Receipt, error) {
-	if !ref {
+func (p *Publisher) send(ctx context.Context, e Entry, ref *envelope.ChunkRef, pass *Pass) (envelope.Receipt, error) {
+	if ref == nil {
 		return p.transport.Send(ctx, e)
 	}
-	c, err := envelope.DecodeChunk(e.Payload) // checked by CheckEntry already
-	if err != nil {
-		return envelope.Receipt{}, err
-	}
 	r := e
-	r.EntityType, r.Payload = sourcecatalog.ChunkRefEntityType, envelope.NewChunkRef(c).Canonical()
+	r.EntityType, r.Payload = sourcecatalog.ChunkRefEntityType, ref.Canonical()
 	pass.Referenced++
 	rc, err := p.transport.Send(ctx, r)
 	if !errors.Is(err, sourcecatalog.ErrReferenceUnavailable) && !errors.Is(err, sourcecatalog.ErrHashMismatch) &&

@@ -249,13 +249,18 @@ func (p *Publisher) publish(ctx context.Context) (Pass, error) {
 	for i, e := range pending {
 		// left is what stays pending when the pass stops at e.
 		left := func() int { return pass.Failed + len(pending) - i }
-		if err := CheckEntry(e); err != nil {
+		c, err := checkEntry(e)
+		if err != nil {
 			pass.Remaining = left()
 			pass.Failures = append(pass.Failures, failure(e, err))
 			return pass, err
 		}
+		var ref *envelope.ChunkRef
+		if refs[refKey{e.SnapshotID, e.ChunkIndex}] {
+			ref = envelope.NewChunkRef(c)
+		}
 		pass.Sent++
-		rc, err := p.send(ctx, e, refs[refKey{e.SnapshotID, e.ChunkIndex}], &pass)
+		rc, err := p.send(ctx, e, ref, &pass)
 		switch {
 		case errors.Is(err, sourcecatalog.ErrConflict):
 			pass.Remaining = left()

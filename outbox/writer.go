@@ -215,34 +215,42 @@ func Entries(s *envelope.Snapshot) []Entry {
 // bytes carry. A mismatch is an error wrapping ErrHashMismatch (or the
 // decoder's class for bytes that do not decode).
 func CheckEntry(e Entry) error {
+	_, err := checkEntry(e)
+	return err
+}
+
+// checkEntry is CheckEntry that also returns, for a chunk entry, the chunk
+// its bytes decoded to (nil for a manifest), so that the Publisher does
+// not decode it again.
+func checkEntry(e Entry) (*envelope.Chunk, error) {
 	mismatch := func(detail string) error {
 		return sourcecatalog.Errorf(sourcecatalog.ErrHashMismatch, detail+" ("+e.EntityKey+")").InChunk(e.ChunkIndex)
 	}
 	switch e.EntityType {
 	case sourcecatalog.ManifestEntityType:
 		if canonical.Sum(e.Payload) != e.Digest {
-			return mismatch("manifest bytes do not match their digest")
+			return nil, mismatch("manifest bytes do not match their digest")
 		}
 		m, err := envelope.DecodeManifest(e.Payload)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if m.SnapshotID != e.SnapshotID || m.VesselID != e.VesselID || m.Revision != e.Revision || e.ChunkIndex != sourcecatalog.NoIndex {
-			return mismatch("manifest bytes do not match their entry")
+			return nil, mismatch("manifest bytes do not match their entry")
 		}
-		return nil
+		return nil, nil
 	case sourcecatalog.ChunkEntityType:
 		c, err := envelope.DecodeChunk(e.Payload)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		// The decoder accepts any member order and whitespace: the bytes
 		// must also be the chunk's canonical form, the bytes committed.
 		if c.PayloadSHA256() != e.Digest || c.Index() != e.ChunkIndex || c.SnapshotID() != e.SnapshotID ||
 			c.VesselID() != e.VesselID || c.Revision() != e.Revision || !bytes.Equal(c.Canonical(), e.Payload) {
-			return mismatch("chunk bytes do not match their entry")
+			return nil, mismatch("chunk bytes do not match their entry")
 		}
-		return nil
+		return c, nil
 	}
-	return sourcecatalog.Errorf(sourcecatalog.ErrUnsupported, "unknown entity type")
+	return nil, sourcecatalog.Errorf(sourcecatalog.ErrUnsupported, "unknown entity type")
 }
