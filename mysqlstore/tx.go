@@ -508,7 +508,7 @@ func (t *tx) insertRows(ctx context.Context, kind catalog.Kind, rows [][]any) er
 	}
 	head := "INSERT INTO " + k.table + " (" + strings.Join(itemColumns(kind), ", ") + ") VALUES "
 	upsert := " ON DUPLICATE KEY UPDATE " + strings.Join(update, ", ")
-	return writeBatches(rows, t.s.batch, len(head)+len(upsert), func(b *strings.Builder, row []any) { writeTuple(b, row) },
+	return writeBatches(rows, t.s.batch, len(head)+len(upsert), writeTuple,
 		func(values string) error {
 			_, err := t.tx.ExecContext(ctx, head+values+upsert)
 			return wrap("write items", err)
