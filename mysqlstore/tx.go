@@ -318,10 +318,16 @@ func (t *tx) DeleteSnapshot(ctx context.Context, id uuid.UUID) error {
 	if i := t.snapshotAt(id); i >= 0 {
 		t.snapshots = slices.Delete(t.snapshots, i, i+1)
 	}
-	if t.stagedOf != nil && *t.stagedOf == id {
+	if t.knowsStaged(id) {
 		clear(t.staged)
 	}
 	return nil
+}
+
+// knowsStaged reports whether t.staged holds the staged chunks of
+// snapshot.
+func (t *tx) knowsStaged(snapshot uuid.UUID) bool {
+	return t.stagedOf != nil && *t.stagedOf == snapshot
 }
 
 // Chunk looks a chunk of the snapshot that Snapshot read up in the digests
@@ -329,7 +335,7 @@ func (t *tx) DeleteSnapshot(ctx context.Context, id uuid.UUID) error {
 func (t *tx) Chunk(ctx context.Context, snapshot uuid.UUID, index int) (finalize.StagedChunk, error) {
 	t.check()
 	c := finalize.StagedChunk{Snapshot: snapshot, Index: index}
-	if t.stagedOf != nil && *t.stagedOf == snapshot {
+	if t.knowsStaged(snapshot) {
 		if _, ok := t.staged[index]; !ok {
 			return c, cmp.Or(ctx.Err(), sourcecatalog.ErrNotFound)
 		}
@@ -381,7 +387,7 @@ func (t *tx) PutChunk(ctx context.Context, c finalize.StagedChunk) error {
 	if err != nil {
 		return wrap("write chunk", err)
 	}
-	if t.stagedOf != nil && *t.stagedOf == c.Snapshot {
+	if t.knowsStaged(c.Snapshot) {
 		t.staged[c.Index] = c.Payload
 	}
 	return nil
