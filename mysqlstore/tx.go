@@ -340,14 +340,21 @@ func (t *tx) Chunk(ctx context.Context, snapshot uuid.UUID, index int) (finalize
 			return c, cmp.Or(ctx.Err(), sourcecatalog.ErrNotFound)
 		}
 	}
-	var digest []byte
-	err := t.queryRow(ctx, `SELECT payload_sha256, chunk_canonical FROM signalk_catalog_chunks_v2
-		WHERE vessel_id = ? AND snapshot_id = ? AND chunk_index = ?`, t.vessel, snapshot[:], index).Scan(&digest, &c.Canonical)
+	err := scanChunk(t.queryRow(ctx, `SELECT payload_sha256, chunk_canonical FROM signalk_catalog_chunks_v2
+		WHERE vessel_id = ? AND snapshot_id = ? AND chunk_index = ?`, t.vessel, snapshot[:], index), &c)
 	if errors.Is(err, sql.ErrNoRows) {
 		return c, sourcecatalog.ErrNotFound
 	}
-	copy(c.Payload[:], digest)
 	return c, wrap("read chunk", err)
+}
+
+// scanChunk scans the columns of head, then payload_sha256 and
+// chunk_canonical, into c.
+func scanChunk(sc interface{ Scan(...any) error }, c *finalize.StagedChunk, head ...any) error {
+	var digest []byte
+	err := sc.Scan(append(head, &digest, &c.Canonical)...)
+	copy(c.Payload[:], digest)
+	return err
 }
 
 func (t *tx) Chunks(ctx context.Context, snapshot uuid.UUID) ([]finalize.StagedChunk, error) {
@@ -361,11 +368,9 @@ func (t *tx) Chunks(ctx context.Context, snapshot uuid.UUID) ([]finalize.StagedC
 	var out []finalize.StagedChunk
 	for rows.Next() {
 		c := finalize.StagedChunk{Snapshot: snapshot}
-		var digest []byte
-		if err := rows.Scan(&c.Index, &digest, &c.Canonical); err != nil {
+		if err := scanChunk(rows, &c, &c.Index); err != nil {
 			return nil, wrap("read chunks", err)
 		}
-		copy(c.Payload[:], digest)
 		out = append(out, c)
 	}
 	return out, wrap("read chunks", rows.Err())
