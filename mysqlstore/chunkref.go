@@ -22,9 +22,9 @@ var (
 func (t *tx) ChunkByPayload(ctx context.Context, digest canonical.Digest) (finalize.StagedChunk, error) {
 	t.check()
 	var c finalize.StagedChunk
-	var snap, payload []byte
-	err := t.queryRow(ctx, `SELECT snapshot_id, chunk_index, payload_sha256, chunk_canonical FROM signalk_catalog_chunks_v2
-		WHERE vessel_id = ? AND payload_sha256 = ? LIMIT 1`, t.vessel, digest[:]).Scan(&snap, &c.Index, &payload, &c.Canonical)
+	var snap []byte
+	err := scanChunk(t.queryRow(ctx, `SELECT snapshot_id, chunk_index, payload_sha256, chunk_canonical FROM signalk_catalog_chunks_v2
+		WHERE vessel_id = ? AND payload_sha256 = ? LIMIT 1`, t.vessel, digest[:]), &c, &snap, &c.Index)
 	if errors.Is(err, sql.ErrNoRows) {
 		return c, sourcecatalog.ErrNotFound
 	}
@@ -34,7 +34,6 @@ func (t *tx) ChunkByPayload(ctx context.Context, digest canonical.Digest) (final
 	if c.Snapshot, err = uuid.FromBytes(snap); err != nil {
 		return finalize.StagedChunk{}, wrap("read chunk by payload", err)
 	}
-	copy(c.Payload[:], payload)
 	return c, nil
 }
 

@@ -103,13 +103,12 @@ func (t *tx) Index(ctx context.Context) ([]finalize.IndexEntry, error) {
 			st.legacy, legacy = true, entries
 			continue
 		}
-		if len(entries) == 0 {
-			// Only the index with no entries is stored as an empty segment.
-			st.segments[string(id)] = blob
-			continue
-		}
 		st.segments[string(id)] = blob
-		parts = append(parts, entries)
+		// Only the index with no entries is stored as an empty segment,
+		// which adds no part.
+		if len(entries) > 0 {
+			parts = append(parts, entries)
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, wrap("read index", err)

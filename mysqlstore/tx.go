@@ -318,10 +318,16 @@ func (t *tx) DeleteSnapshot(ctx context.Context, id uuid.UUID) error {
 	if i := t.snapshotAt(id); i >= 0 {
 		t.snapshots = slices.Delete(t.snapshots, i, i+1)
 	}
-	if t.stagedOf != nil && *t.stagedOf == id {
+	if t.knowsStaged(id) {
 		clear(t.staged)
 	}
 	return nil
+}
+
+// knowsStaged reports whether t.staged holds the staged chunks of
+// snapshot.
+func (t *tx) knowsStaged(snapshot uuid.UUID) bool {
+	return t.stagedOf != nil && *t.stagedOf == snapshot
 }
 
 // Chunk looks a chunk of the snapshot that Snapshot read up in the digests
@@ -329,19 +335,26 @@ func (t *tx) DeleteSnapshot(ctx context.Context, id uuid.UUID) error {
 func (t *tx) Chunk(ctx context.Context, snapshot uuid.UUID, index int) (finalize.StagedChunk, error) {
 	t.check()
 	c := finalize.StagedChunk{Snapshot: snapshot, Index: index}
-	if t.stagedOf != nil && *t.stagedOf == snapshot {
+	if t.knowsStaged(snapshot) {
 		if _, ok := t.staged[index]; !ok {
 			return c, cmp.Or(ctx.Err(), sourcecatalog.ErrNotFound)
 		}
 	}
-	var digest []byte
-	err := t.queryRow(ctx, `SELECT payload_sha256, chunk_canonical FROM signalk_catalog_chunks_v2
-		WHERE vessel_id = ? AND snapshot_id = ? AND chunk_index = ?`, t.vessel, snapshot[:], index).Scan(&digest, &c.Canonical)
+	err := scanChunk(t.queryRow(ctx, `SELECT payload_sha256, chunk_canonical FROM signalk_catalog_chunks_v2
+		WHERE vessel_id = ? AND snapshot_id = ? AND chunk_index = ?`, t.vessel, snapshot[:], index), &c)
 	if errors.Is(err, sql.ErrNoRows) {
 		return c, sourcecatalog.ErrNotFound
 	}
-	copy(c.Payload[:], digest)
 	return c, wrap("read chunk", err)
+}
+
+// scanChunk scans the columns of head, then payload_sha256 and
+// chunk_canonical, into c.
+func scanChunk(sc interface{ Scan(...any) error }, c *finalize.StagedChunk, head ...any) error {
+	var digest []byte
+	err := sc.Scan(append(head, &digest, &c.Canonical)...)
+	copy(c.Payload[:], digest)
+	return err
 }
 
 func (t *tx) Chunks(ctx context.Context, snapshot uuid.UUID) ([]finalize.StagedChunk, error) {
@@ -355,11 +368,9 @@ func (t *tx) Chunks(ctx context.Context, snapshot uuid.UUID) ([]finalize.StagedC
 	var out []finalize.StagedChunk
 	for rows.Next() {
 		c := finalize.StagedChunk{Snapshot: snapshot}
-		var digest []byte
-		if err := rows.Scan(&c.Index, &digest, &c.Canonical); err != nil {
+		if err := scanChunk(rows, &c, &c.Index); err != nil {
 			return nil, wrap("read chunks", err)
 		}
-		copy(c.Payload[:], digest)
 		out = append(out, c)
 	}
 	return out, wrap("read chunks", rows.Err())
@@ -381,7 +392,7 @@ func (t *tx) PutChunk(ctx context.Context, c finalize.StagedChunk) error {
 	if err != nil {
 		return wrap("write chunk", err)
 	}
-	if t.stagedOf != nil && *t.stagedOf == c.Snapshot {
+	if t.knowsStaged(c.Snapshot) {
 		t.staged[c.Index] = c.Payload
 	}
 	return nil
@@ -508,7 +519,7 @@ func (t *tx) insertRows(ctx context.Context, kind catalog.Kind, rows [][]any) er
 	}
 	head := "INSERT INTO " + k.table + " (" + strings.Join(itemColumns(kind), ", ") + ") VALUES "
 	upsert := " ON DUPLICATE KEY UPDATE " + strings.Join(update, ", ")
-	return writeBatches(rows, t.s.batch, len(head)+len(upsert), func(b *strings.Builder, row []any) { writeTuple(b, row) },
+	return writeBatches(rows, t.s.batch, len(head)+len(upsert), writeTuple,
 		func(values string) error {
 			_, err := t.tx.ExecContext(ctx, head+values+upsert)
 			return wrap("write items", err)
