@@ -70,6 +70,15 @@ func pointer(k int) finalize.VesselState {
 	return v
 }
 
+// pointers is the vessel states calls 0 to n-1 write.
+func pointers(n int) []finalize.VesselState {
+	out := make([]finalize.VesselState, n)
+	for k := range out {
+		out[k] = pointer(k)
+	}
+	return out
+}
+
 // readPointer reads a vessel's state in a transaction of its own.
 func readPointer(t *testing.T, s *sqlitestore.Store, vessel uuid.UUID) finalize.VesselState {
 	t.Helper()
@@ -89,10 +98,7 @@ func readPointer(t *testing.T, s *sqlitestore.Store, vessel uuid.UUID) finalize.
 func TestBatchIsolatesCallbacks(t *testing.T) {
 	s, _ := open(t)
 	vessels := vesselsN(8)
-	writes := make([]finalize.VesselState, len(vessels))
-	for k := range writes {
-		writes[k] = pointer(k)
-	}
+	writes := pointers(len(vessels))
 	errFail := errors.New("callback 3 fails")
 	errs, panics := batchOf(t, s, vessels, nil, func(k int, tx finalize.Tx) error {
 		if err := tx.SetVessel(context.Background(), writes[k]); err != nil {
@@ -179,10 +185,7 @@ func TestBatchPowerCut(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	vessels := vesselsN(6)
-	writes := make([]finalize.VesselState, len(vessels))
-	for k := range writes {
-		writes[k] = pointer(k)
-	}
+	writes := pointers(len(vessels))
 	do := func(k int, tx finalize.Tx) error { return tx.SetVessel(ctx, writes[k]) }
 	base := newMemFS()
 	require.NoError(t, openFS(t, base).Close())

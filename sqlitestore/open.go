@@ -170,23 +170,23 @@ func (s *Store) connect(ctx context.Context) error {
 	return nil
 }
 
-// durability is the settings connect makes, each with the statement that
-// reads it back and the value it must read. The journal is TRUNCATE, with
+// A setting is a statement connect runs, the statement that reads the
+// setting back, and the value it must read.
+type setting struct{ set, get, want string }
+
+// durability is the settings connect makes. The journal is TRUNCATE, with
 // synchronous=FULL (see the package documentation); the other modes are
-// there to be measured against it (BenchmarkGroupCommit).
-func (s *Store) durability() []struct{ set, get, want string } {
-	settings := []struct{ set, get, want string }{
-		{"PRAGMA journal_mode = TRUNCATE", "PRAGMA journal_mode", "truncate"},
-		{"PRAGMA synchronous = FULL", "PRAGMA synchronous", "2"},
-	}
+// there to be measured against it (BenchmarkJournalModes).
+func (s *Store) durability() []setting {
+	wal := setting{"PRAGMA journal_mode = WAL", "PRAGMA journal_mode", "wal"}
+	synchronous := setting{"PRAGMA synchronous = FULL", "PRAGMA synchronous", "2"}
 	switch s.cfg.journal {
 	case "wal":
-		settings[0] = struct{ set, get, want string }{"PRAGMA journal_mode = WAL", "PRAGMA journal_mode", "wal"}
+		return []setting{wal, synchronous}
 	case "wal-exclusive":
-		settings = append([]struct{ set, get, want string }{{"PRAGMA locking_mode = EXCLUSIVE", "PRAGMA locking_mode", "exclusive"}}, settings...)
-		settings[1] = struct{ set, get, want string }{"PRAGMA journal_mode = WAL", "PRAGMA journal_mode", "wal"}
+		return []setting{{"PRAGMA locking_mode = EXCLUSIVE", "PRAGMA locking_mode", "exclusive"}, wal, synchronous}
 	}
-	return settings
+	return []setting{{"PRAGMA journal_mode = TRUNCATE", "PRAGMA journal_mode", "truncate"}, synchronous}
 }
 
 // openError classes a failure of Open's statements: a file that is not a
