@@ -24,8 +24,17 @@
 //   - finalize: the receiver's state machine over a storage-agnostic Store;
 //     finalize/memstore is the in-memory reference store and
 //     finalize/finalizetest the conformance suite every Store must pass.
-//   - mysqlstore: the MySQL/MariaDB (InnoDB) stores and the _v2 schema.
-//   - cmd/sourcecatalog: the command-line tool, a module of its own.
+//   - mysqlstore: the MySQL/MariaDB (InnoDB; Galera too) stores and the _v2
+//     schema; sqlitestore: one SQLite file, both sides, power-loss safe.
+//   - httpbinding: the receiver over HTTPS and its client; storeheal, a
+//     store handle that reopens itself; prommetrics, the Prometheus observer.
+//   - signalk and agent: discovery from a Signal K server and the on-board
+//     loop.
+//   - cmd/sourcecatalog: the command-line tool.
+//
+// All of them are one module: a program links only the packages it imports,
+// so one that uses the codec alone links no database, Prometheus or
+// WebSocket code.
 //
 // # Errors
 //

@@ -45,6 +45,7 @@ import (
 	outboxmem "github.com/yachtmemory/sourcecatalog/outbox/memstore"
 	"github.com/yachtmemory/sourcecatalog/outbox/outboxtest"
 	"github.com/yachtmemory/sourcecatalog/signalk"
+	"github.com/yachtmemory/sourcecatalog/sqlitestore"
 	"github.com/yachtmemory/sourcecatalog/storeheal"
 )
 
@@ -220,6 +221,43 @@ func errorCases() map[string]errCase {
 			},
 			is: is(finalizetest.ErrInjected), class: sourcecatalog.ErrStoreUnavailable,
 		},
+
+		// Package sqlitestore: what a file and a handle can provoke here;
+		// ErrPoisoned, ErrDiskFull and ErrDamaged need an injected fault,
+		// which sqlitestore's own tests give (TestBatchIOErrorFailsEveryCaller,
+		// TestDiskFull, TestDamagedChunk); here their values are checked.
+		"sqlitestore.ErrInvalidFile": {
+			provoke: func(t *testing.T) error {
+				path := filepath.Join(t.TempDir(), "not.db")
+				require.NoError(t, os.WriteFile(path, []byte("not a database, and long enough to have a header"), 0o600))
+				_, err := sqlitestore.Open(context.Background(), path)
+				return err
+			},
+			is: is(sqlitestore.ErrInvalidFile), class: sourcecatalog.ErrStoreUnavailable,
+		},
+		"sqlitestore.ErrLocked": {
+			provoke: func(t *testing.T) error {
+				path := filepath.Join(t.TempDir(), "held.db")
+				s, err := sqlitestore.Open(context.Background(), path, sqlitestore.WithExclusiveLock())
+				require.NoError(t, err)
+				defer s.Close()
+				_, err = sqlitestore.Open(context.Background(), path)
+				return err
+			},
+			is: is(sqlitestore.ErrLocked), class: sourcecatalog.ErrStoreUnavailable,
+		},
+		"sqlitestore.ErrClosed": {
+			provoke: func(t *testing.T) error {
+				s, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "closed.db"))
+				require.NoError(t, err)
+				require.NoError(t, s.Close())
+				return s.Ping(context.Background())
+			},
+			is: is(sqlitestore.ErrClosed), class: sourcecatalog.ErrStoreUnavailable,
+		},
+		"sqlitestore.ErrPoisoned": value(sqlitestore.ErrPoisoned, sourcecatalog.ErrStoreUnavailable),
+		"sqlitestore.ErrDiskFull": value(sqlitestore.ErrDiskFull, sourcecatalog.ErrStoreUnavailable),
+		"sqlitestore.ErrDamaged":  value(sqlitestore.ErrDamaged, sourcecatalog.ErrStoreUnavailable),
 
 		// Package mysqlstore: these need a server to provoke, which
 		// mysqlstore's own tests do (TestMigrateRefusesNoSchema,

@@ -71,20 +71,9 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# Every Go module of the repository: the root one and nested ones such as
-# sqlitestore and cmd/sourcecatalog, which need a newer Go than the library
-# and so are modules of their own. gofmt runs repository-wide; vet, tests
-# and fuzzing run per module, each on its own go.mod and go.sum as someone
-# building that module alone sees them: without the go.work workspace,
-# which would hide a missing requirement or checksum. The workspace only
-# serves commands run from the root, checked once below.
-export GOWORK=off
-mapfile -t modules < <(find . -name go.mod -not -path './.git/*' -not -path '*/vendor/*' -not -path '*/testdata/*' -printf '%h\n' | sort)
-
-for mod in "${modules[@]}"; do
-  step "go mod download ($mod)"
-  (cd "$mod" && go mod download)
-done
+# One module: the library, its stores and the command.
+step "go mod download"
+go mod download
 
 # Packages first, one apt-get after another (they share dpkg's lock); then
 # the signalk-server install, which is npm fetching and unpacking, runs in
@@ -124,16 +113,8 @@ if ((${#files[@]})); then
   fi
 fi
 
-for mod in "${modules[@]}"; do
-  # `go vet ./...` fails when a module has no packages yet; skip instead.
-  if [[ -n $(cd "$mod" && go list -e ./...) ]]; then
-    step "go vet ./... ($mod)"
-    (cd "$mod" && go vet ./...)
-  fi
-done
-
-step "go build ./cmd/sourcecatalog from the root (go.work)"
-GOWORK= go build -o /dev/null ./cmd/sourcecatalog
+step "go vet ./..."
+go vet ./...
 
 if [[ -z ${SOURCECATALOG_MYSQL_DSN:-} ]]; then
   step "provisioning throwaway MariaDB"
@@ -168,26 +149,21 @@ else
   step "using SOURCECATALOG_SIGNALK_SERVER from the environment"
 fi
 
-for mod in "${modules[@]}"; do
-  [[ -n $(cd "$mod" && go list -e ./...) ]] || continue
-  step "go test -race -count=1 -timeout 25m${*:+ $*} ./... ($mod)"
-  (cd "$mod" && go test -race -count=1 -timeout 25m "$@" ./...)
-done
+step "go test -race -count=1 -timeout 25m${*:+ $*} ./..."
+go test -race -count=1 -timeout 25m "$@" ./...
 
 if [[ ${SOURCECATALOG_SKIP_FUZZ:-} == 1 ]]; then
   step "fuzz smoke skipped (SOURCECATALOG_SKIP_FUZZ=1)"
   exit 0
 fi
-for mod in "${modules[@]}"; do
-  # Only packages with test files can have fuzz targets.
-  mapfile -t testpkgs < <(cd "$mod" && go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./...)
-  for pkg in "${testpkgs[@]}"; do
-    [[ -n $pkg ]] || continue
-    targets=$(cd "$mod" && go test -list '^Fuzz' "$pkg" | grep -E '^Fuzz' || true)
-    for name in $targets; do
-      step "fuzz $pkg $name for ${FUZZTIME:-200000x}"
-      (cd "$mod" && go test -run '^$' -fuzz "^${name}\$" -fuzztime "${FUZZTIME:-200000x}" "$pkg")
-    done
+# Only packages with test files can have fuzz targets.
+mapfile -t testpkgs < <(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./...)
+for pkg in "${testpkgs[@]}"; do
+  [[ -n $pkg ]] || continue
+  targets=$(go test -list '^Fuzz' "$pkg" | grep -E '^Fuzz' || true)
+  for name in $targets; do
+    step "fuzz $pkg $name for ${FUZZTIME:-200000x}"
+    go test -run '^$' -fuzz "^${name}\$" -fuzztime "${FUZZTIME:-200000x}" "$pkg"
   done
 done
 
