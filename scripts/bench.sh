@@ -120,7 +120,7 @@ else
 fi
 
 # The service benchmark: serve as a process on each store against its
-# floors (cmd/sourcecatalog/fleet_bench_test.go), fsyncs counted by strace.
+# floors (internal/fleetload/fleet_bench_test.go), fsyncs counted by strace.
 if [[ -z $only || fleet == *"${only,,}"* || servefleet == *"${only,,}"* ]]; then
   if [[ -n $only ]]; then : >"$notes"; fi # the notes of the benchmarks -only left out
   if ! command -v strace >/dev/null && [[ $(id -u) -eq 0 ]]; then
@@ -133,7 +133,7 @@ if [[ -z $only || fleet == *"${only,,}"* || servefleet == *"${only,,}"* ]]; then
   if [[ -z ${SOURCECATALOG_MYSQL_DSN:-} ]]; then
     echo "BenchmarkServeFleet/mysql skipped: no MariaDB, as for B5" >>"$notes"
   fi
-  bench cmd/sourcecatalog . '^BenchmarkServeFleet$' 1x
+  bench internal/fleetload . '^BenchmarkServeFleet$' 1x
 fi
 
 # fleet_rows prints the rows BenchmarkServeFleet/$2 shares with the other

@@ -1,6 +1,6 @@
 //go:build linux
 
-package main
+package fleetload_test
 
 import (
 	"context"
@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/yachtmemory/sourcecatalog/cmd/sourcecatalog/internal/fleetload"
 	"github.com/yachtmemory/sourcecatalog/internal/dbtest"
+	"github.com/yachtmemory/sourcecatalog/internal/fleetload"
 )
 
 // BenchmarkServeFleet is the service benchmark: serve as users run it, a
@@ -26,7 +26,7 @@ import (
 // fdatasync; MariaDB: one INSERT, committed); floor B, A and, with each
 // snapshot's last message, its inventory rows in plain multi-row INSERTs
 // into empty inventory tables in one transaction (SPEC.md §8.5). See
-// packages fleetload and fleetfloor.
+// this package and fleetfloor.
 //
 // Metrics (means over b.N; names are stable for scripts/bench.sh):
 //   - rR_ms: round R's time per snapshot (the round's time / 64);
@@ -45,14 +45,14 @@ import (
 //     strace that is not timed, of the first 16 vessels (8 senders still).
 //
 // Alone: go test -run '^$' -bench '^BenchmarkServeFleet$' -benchtime 1x
-// -count 3 . in cmd/sourcecatalog, or bash scripts/bench.sh -only fleet.
+// -count 3 . in internal/fleetload, or bash scripts/bench.sh -only fleet.
 func BenchmarkServeFleet(b *testing.B) {
 	dir := b.TempDir()
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		b.Skipf("builds serve and the floor server: %v", err)
 	}
-	build := exec.Command(goTool, "build", "-o", dir+string(filepath.Separator), ".", "./internal/fleetfloor/cmd/fleetfloor")
+	build := exec.Command(goTool, "build", "-o", dir+string(filepath.Separator), "../../cmd/sourcecatalog", "../fleetfloor/cmd/fleetfloor")
 	if out, err := build.CombinedOutput(); err != nil {
 		b.Fatalf("go build: %v\n%s", err, out)
 	}

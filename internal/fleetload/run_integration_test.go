@@ -23,7 +23,7 @@ func TestRun(t *testing.T) {
 		t.Skipf("no go tool: %v", err)
 	}
 	bin := t.TempDir()
-	build := exec.Command(goTool, "build", "-o", bin+string(filepath.Separator), "../..", "../fleetfloor/cmd/fleetfloor")
+	build := exec.Command(goTool, "build", "-o", bin+string(filepath.Separator), "../../cmd/sourcecatalog", "../fleetfloor/cmd/fleetfloor")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}

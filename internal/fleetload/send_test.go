@@ -13,10 +13,10 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/yachtmemory/sourcecatalog/cmd/sourcecatalog/internal/fleetfloor"
 	"github.com/yachtmemory/sourcecatalog/envelope"
 	"github.com/yachtmemory/sourcecatalog/examples"
 	"github.com/yachtmemory/sourcecatalog/httpbinding"
+	"github.com/yachtmemory/sourcecatalog/internal/fleetfloor"
 	"github.com/yachtmemory/sourcecatalog/internal/testpki"
 )
 

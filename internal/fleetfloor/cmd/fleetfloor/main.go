@@ -5,7 +5,7 @@ package main
 import (
 	"os"
 
-	"github.com/yachtmemory/sourcecatalog/cmd/sourcecatalog/internal/fleetfloor"
+	"github.com/yachtmemory/sourcecatalog/internal/fleetfloor"
 )
 
 func main() { os.Exit(fleetfloor.Main(os.Args[1:], os.Stderr)) }
