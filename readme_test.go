@@ -11,9 +11,11 @@ import (
 	"go/token"
 	"go/types"
 	"io"
+	"io/fs"
 	"maps"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -246,4 +248,47 @@ func exportImporter(t *testing.T, paths []string) types.Importer {
 		}
 		return os.Open(file)
 	})
+}
+
+// TestReadmeListsEveryPackage: the README's package table has a row for
+// every package of the module that an integrator can import (not internal
+// ones, nor testdata), so that a new package is documented where a
+// newcomer looks first.
+func TestReadmeListsEveryPackage(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dirs []string
+	err = filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if path != "." && (d.Name() == "internal" || d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if strings.HasSuffix(path, ".go") && !strings.HasSuffix(path, "_test.go") {
+			dirs = append(dirs, filepath.ToSlash(filepath.Dir(path)))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirs = slices.Compact(slices.Sorted(slices.Values(dirs)))
+	if len(dirs) < 15 {
+		t.Fatalf("found %d package directories; the walk is wrong", len(dirs))
+	}
+	for _, dir := range dirs {
+		row := "| `" + dir + "` |"
+		if dir == "." {
+			row = "| `sourcecatalog` (the root) |"
+		}
+		if !bytes.Contains(readme, []byte("\n"+row)) {
+			t.Errorf("README.md's package table has no row %q", row)
+		}
+	}
 }
