@@ -56,7 +56,10 @@ Flags (each at most once; flags and RECORDS_FILE in any order):
                        a new random one when absent
   --discovered-at TIME discovered_at_utc, spelled as for build (RFC 3339 in
                        UTC with "Z", such as 2026-05-01T12:00:00Z); default
-                       the time commit runs, in UTC, truncated to the second.
+                       the time commit runs, in UTC, to the millisecond:
+                       the grain of the revision floor, so that a wiped
+                       outbox committing again within the same second
+                       still starts above the revision it sent before.
                        Pass the time the scan ran when it matters
   --json               print one JSON object instead of the text line
 
@@ -116,7 +119,7 @@ func runCommit(e *env, c *command, args []string) int {
 		return c.problems(e, err, name+" holds invalid records; nothing committed")
 	}
 	if !at.set {
-		at.t = time.Now().UTC().Truncate(time.Second)
+		at.t = time.Now().UTC().Truncate(time.Millisecond)
 	}
 	cycle := outbox.NewCycle(vessel.id, at.t, records)
 	if snapshot.set {

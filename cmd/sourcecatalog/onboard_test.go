@@ -138,10 +138,19 @@ func TestCommit(t *testing.T) {
 	assert.Regexp(t, `^committed: vessel `+vesselFlag+` snapshot [0-9a-f-]{36} revision `+strconv.FormatInt(second.Revision+1, 10)+`: 2 chunks, 129 records, 3 outbox entries \(3 pending\)\n$`, r.stdout)
 }
 
+// TestCommitDefaultTime: without --discovered-at the discovery time is now,
+// to the millisecond, and floors the revision (SPEC.md §2.4): a board
+// whose outbox was wiped and that commits again a few milliseconds later
+// starts above the revision it committed before, even within one second.
 func TestCommitDefaultTime(t *testing.T) {
 	dir := t.TempDir()
-	out := commitJSONOf(t, "--store", "sqlite:"+filepath.Join(dir, "boat.db"), "--vessel", vesselFlag, recordsFile(t, dir, "boat.json", examples.Boat()))
-	assert.Regexp(t, `^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$`, out.DiscoveredAt, "now, in UTC, to the second")
+	boat := recordsFile(t, dir, "boat.json", examples.Boat())
+	first := commitJSONOf(t, "--store", "sqlite:"+filepath.Join(dir, "boat.db"), "--vessel", vesselFlag, boat)
+	assert.Regexp(t, `^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,3})?Z$`, first.DiscoveredAt, "now, in UTC, to the millisecond")
+	assert.Equal(t, parseTime(t, first.DiscoveredAt).UnixMilli(), first.Revision)
+	time.Sleep(5 * time.Millisecond)
+	wiped := commitJSONOf(t, "--store", "sqlite:"+filepath.Join(dir, "wiped.db"), "--vessel", vesselFlag, boat)
+	assert.Greater(t, wiped.Revision, first.Revision, "a wiped outbox's next commit starts above the revision sent before")
 }
 
 func TestCommitRefuses(t *testing.T) {
