@@ -30,6 +30,8 @@ func init() {
 		"chunkref/snapshot-not-v4", "chunkref/duplicate-member",
 		"resolve/other-snapshot", "resolve/empty", "resolve/other-records", "resolve/stored-records-edited",
 		"resolve/stored-not-a-chunk", "resolve/stored-other-vessel",
+		"resolve/stored-other-vessel-other-records", "resolve/stored-payload-member-stale",
+		"resolve/stored-protocol-other", "resolve/stored-not-a-chunk-other-vessel",
 	}
 	specSections["9.4"] = append(specSections["9.4"],
 		"refusal/class-reference-unavailable", "refusal/reference-unavailable-no-location",
@@ -101,6 +103,20 @@ func resolveVectors() ([]vector, error) {
 		fail(apiResolve, "stored-other-vessel", pair(ref, stored.with("vessel_id", quote(OtherVessel))), "reference-unavailable").
 			at("chunk=4 record=- field=payload_sha256").
 			note("another vessel's chunk with the same records is never resolved from: as if no records were held"),
+		// Resolving reads the held bytes in the order of SPEC.md §6.6: their
+		// form, then their vessel_id, then their records' digest.
+		fail(apiResolve, "stored-other-vessel-other-records", pair(ref, multi.chunks[0].with("vessel_id", quote(OtherVessel))), "reference-unavailable").
+			at("chunk=4 record=- field=payload_sha256").
+			note("another vessel's chunk whose records are another body: the vessel is checked before the digest, so the answer says nothing of another vessel's records"),
+		ok(apiResolve, "stored-payload-member-stale", pair(ref, stored.with("payload_sha256", multi.chunks[0].get("payload_sha256")))).
+			note("of the held chunk only the records and vessel_id are read: its payload_sha256 member, like its chunk_index, revision and snapshot_id, is replaced by the reference's",
+				"the records' body is hashed again and has the reference's digest, so the chunk is that of resolve-other-snapshot"),
+		fail(apiResolve, "stored-protocol-other", pair(ref, stored.with("protocol", `"yachtmemory.source-catalog.v1"`)), "hash-mismatch").
+			at("chunk=4 record=- field=payload_sha256").
+			note("held bytes with another protocol are not a chunk's canonical bytes, whatever their records"),
+		fail(apiResolve, "stored-not-a-chunk-other-vessel", pair(ref, multi.manifest.with("vessel_id", quote(OtherVessel))), "hash-mismatch").
+			at("chunk=4 record=- field=payload_sha256").
+			note("held bytes that are not a chunk's are refused for their form before their vessel_id is read"),
 	}, nil
 }
 

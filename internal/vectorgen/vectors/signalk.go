@@ -131,3 +131,93 @@ func signalkVectors() ([]vector, error) {
 			note("the model must be strict JSON: here a duplicate name"),
 	}, nil
 }
+
+// firstSignalKSettled is the first number of the Signal K vectors that
+// settle what SPEC.md §12 left open; they start at a number of their own,
+// after the chunk reference groups.
+const firstSignalKSettled = 400
+
+func init() {
+	specSections["12.2"] = append(specSections["12.2"],
+		"signalk/self-not-a-string", "signalk/vessels-not-an-object", "signalk/sources-not-an-object",
+		"signalk/no-sources-tree", "signalk/no-sources-nothing-live")
+	specSections["12.3"] = append(specSections["12.3"],
+		"signalk/dotted-names-outside-paths", "signalk/dotted-name-without-record", "signalk/not-live-leaf-unread")
+	specSections["12.4"] = append(specSections["12.4"], "signalk/not-live-leaf-without-source")
+	specSections["12.5"] = append(specSections["12.5"],
+		"signalk/n2k-not-an-object", "signalk/sentences-not-an-object", "signalk/can-name-not-a-string")
+	specSections["12.6"] = append(specSections["12.6"],
+		"signalk/first-problem-in-member-order", "signalk/walk-before-sources", "signalk/self-before-sources")
+}
+
+// signalkSettledVectors pin what SPEC.md §12 left to the Go code: where a
+// dotted member name is refused, what of a leaf without a live value is
+// read, the members of an unexpected type, a model without sources, and
+// which problem a model that breaks several rules is refused for.
+func signalkSettledVectors() ([]vector, error) {
+	okS := func(name, payload string) vector {
+		v := ok(apiSignalK, name, payload)
+		v.input = []field{{"selection", "lowest-ref"}}
+		return v
+	}
+	badS := func(name, reason, payload string) vector {
+		v := fail(apiSignalK, name, payload, "incomplete-scan")
+		v.input = []field{{"selection", "lowest-ref"}, {"reason", reason}}
+		return v
+	}
+	badRecord := func(name, class, payload string) vector {
+		v := fail(apiSignalK, name, payload, class)
+		v.input = []field{{"selection", "lowest-ref"}}
+		return v
+	}
+	// noSources is a model of self's tree without a sources member.
+	noSources := func(self string) string {
+		return `{"self":"vessels.` + skSelf + `","version":"2.32.0","vessels":{"` + skSelf + `":` + self + `}}`
+	}
+	depth := skLeaf("4.2", "n2k.115", `"meta":{"units":"m"}`)
+	return []vector{
+		// §12.3 Dotted names.
+		okS("dotted-names-outside-paths", skModel(`{"design.note":"refit 2025","environment":{"depth":{"belowTransducer":`+
+			skLeaf("4.2", "n2k.115", `"meta":{"units":"m","zones.alarm":[{"lower":0,"upper":2,"state":"alarm"}]}`)+`}}}`, skSources)).
+			note("a dot is refused only in the name of an object the walk enters or takes as a leaf: a static property (design.note) and a member inside a leaf (meta's zones.alarm) may have one"),
+		badS("dotted-name-without-record", "model", skModel(`{"environment":{"old.sensor":{"depth":`+skLeaf("null", "n2k.115")+`}}}`, skSources)).
+			note("an object with a dotted name is refused even when no record would come from under it"),
+		okS("not-live-leaf-unread", skModel(`{"a":`+skLeaf("null", "n2k.99", `"meta":{"units":1}`)+`,"b\u0007c":`+skLeaf("null", "n2k.115")+
+			`,"depth":`+depth+`}`, skSources)).
+			note("a leaf without a live candidate is not read past its $source and values: neither its meta, nor its path's record rules, nor its sources"),
+
+		// §12.4 A leaf without a live value.
+		badS("not-live-leaf-without-source", "model", skModel(`{"a":{"value":null,"timestamp":"2026-12-01T21:00:00.000Z"},"depth":`+depth+`}`, skSources)).
+			note("$source and values are checked on every leaf, live or not"),
+
+		// §12.5 Device members of an unexpected type.
+		okS("n2k-not-an-object", skModel(`{"depth":`+skLeaf("4.2", "n2k.7")+`,"heading":`+skLeaf("1.1", "0183.HC")+`}`,
+			`{"n2k":{"label":"n2k","type":"NMEA2000","7":{"n2k":"offline","manufacturerCode":"Airmar"}},"0183":{"label":"0183","type":"NMEA0183","HC":{"talker":"HC","sentences":{}}}}`)).
+			note("an n2k member that is not an object is kept as it is, and gives no CAN name; an empty sentences object becomes an empty array"),
+		badS("sentences-not-an-object", "model", skModel(`{"heading":`+skLeaf("1.1", "0183.HC")+`}`,
+			`{"0183":{"label":"0183","type":"NMEA0183","HC":{"talker":"HC","sentences":["HDG"]}}}`)).
+			note("sentences must be an object, the map of sentence to time last seen"),
+		badS("can-name-not-a-string", "source", skModel(`{"depth":`+skLeaf("4.2", "n2k.1234")+`}`,
+			`{"n2k":{"label":"n2k","type":"NMEA2000","7":{"n2k":{"canName":1234}}}}`)).
+			note("a canName that is not a string is no CAN name: the ref matches no entry"),
+
+		// §12.2 The members a model must have.
+		badS("self-not-a-string", "self", strings.Replace(skModel(`{}`, skSources), `"self":"vessels.`+skSelf+`"`, `"self":7`, 1)),
+		badS("vessels-not-an-object", "self", `{"self":"vessels.`+skSelf+`","vessels":[],"sources":{}}`),
+		badS("sources-not-an-object", "model", strings.Replace(skModel(`{"depth":`+skLeaf("null", "n2k.115")+`}`, skSources), `"sources":`+skSources, `"sources":[]`, 1)).
+			note("sources must be an object even when no observation needs it"),
+		badS("no-sources-tree", "source", noSources(`{"depth":`+depth+`}`)).
+			note("a model without sources resolves no source ref"),
+		okS("no-sources-nothing-live", noSources(`{"depth":`+skLeaf("null", "n2k.115")+`}`)).
+			note("a model without sources and without a live leaf has no records"),
+
+		// §12.6 Which problem comes first.
+		badRecord("first-problem-in-member-order", "invalid-value", skModel(`{"b":{"value":1,"timestamp":"2026-12-01T21:00:00.000Z"},"a\u0007":`+skLeaf("1", "n2k.115")+`}`, skSources)).
+			note("the walk is in member order (3.1), not text order: the path a<BEL> breaks a record rule (4.5) before member b, which has no $source, is read"),
+		badS("walk-before-sources", "model", skModel(`{"a":`+skLeaf("1", "n2k.99")+`,"b":`+skLeaf("1", "n2k.115", `"meta":{"units":1}`)+`}`, skSources)).
+			note("sources are resolved after the whole walk: b's units are refused before a's source, which the tree does not list"),
+		badS("self-before-sources", "self", strings.Replace(strings.Replace(skModel(`{}`, skSources), `"sources":`+skSources, `"sources":[]`, 1),
+			`"self":"vessels.urn`, `"self":"vessels.urn:other`, 1)).
+			note("self is read before the sources member"),
+	}, nil
+}

@@ -121,6 +121,7 @@ func Files() (map[string][]byte, error) {
 		{0, receiptVectors}, {0, refusalVectors}, {0, readingVectors}, {0, signalkVectors},
 		{firstDeclaration, declarationVectors},
 		{firstChunkRef, chunkRefVectors}, {firstResolve, resolveVectors}, {firstRefusal, refRefusalVectors},
+		{firstSignalKSettled, signalkSettledVectors},
 	}
 	var all []vector
 	var numbers []int
