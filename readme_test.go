@@ -292,3 +292,20 @@ func TestReadmeListsEveryPackage(t *testing.T) {
 		}
 	}
 }
+
+// TestReadmeCountsTheVectors: the package table's vector count is the
+// number of vector files.
+func TestReadmeCountsTheVectors(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := filepath.Glob(filepath.Join("testdata", "vectors", "*.txt"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no vectors found: %v", err)
+	}
+	row := fmt.Sprintf("| `testdata/vectors` | %d language-neutral golden vectors", len(files))
+	if !bytes.Contains(readme, []byte(row)) {
+		t.Errorf("README.md's package table does not say %q", row)
+	}
+}
