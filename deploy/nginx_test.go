@@ -50,7 +50,8 @@ func TestNginxRecipeInReadme(t *testing.T) {
 // activated; a client without a certificate of the fleet CA, or whose
 // certificate names no vessel, is refused; the vessel and secret headers
 // a client sends are replaced, so that it is taken as its certificate's
-// vessel; serve refuses the header without the secret.
+// vessel; serve, not nginx, answers a body of its limit and one over it;
+// serve refuses the header without the secret.
 func TestNginxIngress(t *testing.T) {
 	if testing.Short() && os.Getenv("CI") != "true" {
 		t.Skip("builds serve and runs it behind nginx")
@@ -87,6 +88,12 @@ func TestNginxIngress(t *testing.T) {
 			}
 		}
 	})
+	// What a client may send to pass for another vessel, or for nginx.
+	forged := http.Header{}
+	forged.Add(vesselHeader, "urn:uuid:"+other.String())
+	forged.Add(strings.ToLower(vesselHeader), "urn:uuid:"+other.String())
+	forged.Add(httpbinding.DefaultProxySecretHeader, proxySecret)
+	forged.Add("Authorization", "Bearer forged")
 	t.Run("refused", func(t *testing.T) {
 		for _, tc := range []struct {
 			name   string
@@ -97,17 +104,14 @@ func TestNginxIngress(t *testing.T) {
 			{"another CA's certificate", pki.client(pki.foreign), http.StatusBadRequest},
 			{"a certificate without CN=<vessel>", pki.client(pki.unnamed), http.StatusForbidden},
 		} {
-			if status, body := do(t, tc.client, http.MethodGet, url, nil, nil); status != tc.want {
-				t.Errorf("%s: %d %s, want %d", tc.name, status, body, tc.want)
+			for _, h := range []http.Header{nil, forged} {
+				if status, body := do(t, tc.client, http.MethodGet, url, h, nil); status != tc.want {
+					t.Errorf("%s, forged headers %t: %d %s, want %d", tc.name, h != nil, status, body, tc.want)
+				}
 			}
 		}
 	})
 	t.Run("forged headers", func(t *testing.T) {
-		forged := http.Header{}
-		forged.Add(vesselHeader, "urn:uuid:"+other.String())
-		forged.Add(strings.ToLower(vesselHeader), "urn:uuid:"+other.String())
-		forged.Add(httpbinding.DefaultProxySecretHeader, proxySecret)
-		forged.Add("Authorization", "Bearer forged")
 		c := pki.client(pki.vessel)
 		// A message of the forged vessel is foreign to the certificate's.
 		if status, body := do(t, c, http.MethodPost, url, forged, message(t, other)); status != http.StatusForbidden || !strings.Contains(body, "foreign_vessel") {
@@ -116,6 +120,21 @@ func TestNginxIngress(t *testing.T) {
 		// One of the certificate's vessel is staged.
 		if status, body := do(t, c, http.MethodPost, url, forged, message(t, v)); status != http.StatusOK || !strings.Contains(body, `"staged"`) {
 			t.Errorf("a message of the certificate's vessel: %d %s, want 200 staged", status, body)
+		}
+	})
+	t.Run("body limit", func(t *testing.T) {
+		// serve, not nginx, answers a body of its limit and one over it.
+		c := pki.client(pki.vessel)
+		for _, tc := range []struct {
+			size   int
+			status int
+			class  string
+		}{{httpbinding.MaxRequestBody, http.StatusUnprocessableEntity, "malformed_json"}, {httpbinding.MaxRequestBody + 1, http.StatusRequestEntityTooLarge, "limit_exceeded"}} {
+			body := bytes.Repeat([]byte(" "), tc.size)
+			body[0] = '['
+			if status, answer := do(t, c, http.MethodPost, url, nil, body); status != tc.status || !strings.Contains(answer, tc.class) {
+				t.Errorf("a body of %d bytes: %d %s, want serve's %d %s", tc.size, status, answer, tc.status, tc.class)
+			}
 		}
 	})
 	t.Run("serve without the secret", func(t *testing.T) {
