@@ -10,6 +10,13 @@ import (
 	"testing"
 )
 
+// installed says where the programs the tests run come from.
+var installed = map[string]string{
+	"promtool": "Debian's prometheus package; scripts/deploytools.sh installs it",
+	"nginx":    "Debian's nginx package; scripts/deploytools.sh installs it",
+	"go":       "the Go toolchain running the tests",
+}
+
 // tool returns the path of the program name, found on PATH or else at
 // one of paths. Without it the test is skipped, or fails under CI=true,
 // where scripts/test.sh installs it (scripts/deploytools.sh).
@@ -24,8 +31,8 @@ func tool(t *testing.T, name string, paths ...string) string {
 		}
 	}
 	if os.Getenv("CI") == "true" {
-		t.Fatalf("%s is needed under CI=true: scripts/deploytools.sh installs it", name)
+		t.Fatalf("%s is needed under CI=true (%s)", name, installed[name])
 	}
-	t.Skipf("%s not found (scripts/deploytools.sh installs it)", name)
+	t.Skipf("%s not found (%s)", name, installed[name])
 	return ""
 }
