@@ -27,12 +27,13 @@ dt_missing() {
 # prometheus server.
 dt_install() {
   local missing
-  missing=$(dt_missing)
+  missing=$(dt_missing | tr '\n' ' ')
+  missing=${missing% }
   if [[ -z $missing ]]; then
     return 0
   fi
   if [[ $(id -u) -ne 0 ]]; then
-    dt_log "not installed and we are not root: $(echo $missing); install them"
+    dt_log "not installed and we are not root: $missing; install them"
     return 1
   fi
   local policy=/usr/sbin/policy-rc.d own_policy=0 rc=0
@@ -41,7 +42,7 @@ dt_install() {
     chmod 755 "$policy"
     own_policy=1
   fi
-  dt_log "installing $(echo $missing) with apt-get"
+  dt_log "installing $missing with apt-get"
   {
     apt-get update -q &&
       # shellcheck disable=SC2086 # one word per package
