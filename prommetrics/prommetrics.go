@@ -59,13 +59,15 @@ type Metrics struct {
 	snapshots, snapshotsLimit *prometheus.GaugeVec // vessel, bound
 	bytes, bytesLimit         *prometheus.GaugeVec // vessel, bound
 	supersededByActive        *prometheus.GaugeVec // vessel
+	lastActivation            *prometheus.GaugeVec // vessel
 }
 
 // New returns the metrics, registered with reg (a service's registry, or
 // prometheus.DefaultRegisterer): sourcecatalog_messages_total,
 // receives_total, finalize_total, finalize_duration_seconds,
 // store_retries_total, reconcile_total, staging_snapshots(_limit),
-// staging_bytes(_limit) and superseded_by_active. The Go runtime's and the
+// staging_bytes(_limit), superseded_by_active and
+// last_activation_timestamp_seconds. The Go runtime's and the
 // process's collectors are not registered: serve adds them to its own
 // registry, and a service has its own. When a metric cannot be registered
 // (reg has one of the same name) New returns an error wrapping
@@ -105,10 +107,14 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Namespace: Namespace, Name: "superseded_by_active",
 			Help: "Snapshots the vessel's active snapshot superseded since it was activated, as of the vessel's last finalize; growing, the vessel's revisions went backwards (a lost or restored on-board store, SPEC.md §2.4, §8.4).",
 		}, []string{"vessel"}),
+		lastActivation: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: Namespace, Name: "last_activation_timestamp_seconds",
+			Help: "When this process last activated a snapshot of the vessel, in seconds since the Unix epoch; a vessel it has not activated since it started has none.",
+		}, []string{"vessel"}),
 	}
 	if err := register(reg,
 		m.messages, m.receives, m.finalizes, m.durations, m.retries, m.reconciles,
-		m.snapshots, m.snapshotsLimit, m.bytes, m.bytesLimit, m.supersededByActive,
+		m.snapshots, m.snapshotsLimit, m.bytes, m.bytesLimit, m.supersededByActive, m.lastActivation,
 	); err != nil {
 		return nil, err
 	}
@@ -198,8 +204,10 @@ func (m *Metrics) ObserveBinding(e httpbinding.Event) {
 
 // ObserveReceiver is a finalize.Observer, for finalize.WithObserver: it
 // counts receives, Finalize outcomes and durations, and retries, and sets
-// the staging gauges from the latest event that read the usage and the
-// superseded_by_active gauge from the latest Finalize with an outcome.
+// the staging gauges from the latest event that read the usage, the
+// superseded_by_active gauge from the latest Finalize with an outcome,
+// and last_activation_timestamp_seconds to the time of the latest
+// Finalize that activated a snapshot.
 func (m *Metrics) ObserveReceiver(e finalize.Event) {
 	switch e.Kind {
 	case finalize.EventReceive:
@@ -210,6 +218,9 @@ func (m *Metrics) ObserveReceiver(e finalize.Event) {
 		m.durations.WithLabelValues(outcome).Observe(e.Duration.Seconds())
 		if e.Outcome.Status != "" {
 			m.supersededByActive.WithLabelValues(e.Vessel.String()).Set(float64(e.Outcome.SupersededByActive))
+		}
+		if e.Err == nil && e.Outcome.Status == finalize.Activated {
+			m.lastActivation.WithLabelValues(e.Vessel.String()).SetToCurrentTime()
 		}
 	case finalize.EventRetry:
 		m.retries.WithLabelValues(e.Op).Inc()

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/yachtmemory/sourcecatalog"
@@ -68,6 +69,44 @@ sourcecatalog_finalize_duration_seconds_sum{outcome="superseded"} 1
 		if strings.Contains(got, never) {
 			t.Errorf("the binding's EventFinalize was counted: %s", never)
 		}
+	}
+}
+
+// last_activation_timestamp_seconds is the time of the vessel's latest
+// activation, and only an activation sets it: an alert on a vessel that
+// stopped activating reads it.
+func TestLastActivation(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	m := mustNew(t, reg)
+	v, other := examples.VesselID, uuid.MustParse("00000000-0000-4000-8000-000000000001")
+	fin := func(v uuid.UUID, s finalize.OutcomeStatus, err error) {
+		m.ObserveReceiver(finalize.Event{Kind: finalize.EventFinalize, Op: "Finalize", Vessel: v, Outcome: finalize.Outcome{Status: s}, Err: err})
+	}
+	fin(other, finalize.AlreadyActive, nil)
+	fin(other, finalize.Staging, nil)
+	fin(other, finalize.Rejected, sourcecatalog.Errorf(sourcecatalog.ErrIntegrity, "bad"))
+	before := float64(time.Now().Unix())
+	fin(v, finalize.Activated, nil)
+	after := float64(time.Now().Unix()) + 1
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, mf := range mfs {
+		if mf.GetName() != "sourcecatalog_last_activation_timestamp_seconds" {
+			continue
+		}
+		for _, s := range mf.GetMetric() {
+			vessel, at := s.GetLabel()[0].GetValue(), s.GetGauge().GetValue()
+			got = append(got, vessel)
+			if at < before || at > after {
+				t.Errorf("vessel %s activated at %v, want within [%v, %v]", vessel, at, before, after)
+			}
+		}
+	}
+	if !slices.Equal(got, []string{v.String()}) {
+		t.Errorf("last activation of vessels %v, want only %s", got, v)
 	}
 }
 

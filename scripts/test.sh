@@ -30,6 +30,8 @@ cd "$(dirname "$0")/.."
 source scripts/galera.sh # also sources scripts/mariadb.sh
 # shellcheck source=scripts/signalk.sh
 source scripts/signalk.sh
+# shellcheck source=scripts/deploytools.sh
+source scripts/deploytools.sh
 
 step() { printf '\n==> %s\n' "$*"; }
 
@@ -87,6 +89,8 @@ if [[ -z ${SOURCECATALOG_GALERA_DSNS:-} ]]; then
   step "installing Galera"
   galera_install
 fi
+step "installing promtool and nginx when missing (package deploy's tests)"
+dt_install
 if [[ -z ${SOURCECATALOG_SIGNALK_SERVER:-} ]]; then
   step "installing the pinned signalk-server (in the background)"
   sk_install_node
