@@ -88,6 +88,15 @@ func (e echo) Send(_ context.Context, en outbox.Entry) (envelope.Receipt, error)
 	return en.Receipt(), nil
 }
 
+// countedEcho is an echo that counts each request as 1 byte sent, 2
+// uncompressed.
+type countedEcho struct{ echo }
+
+func (c countedEcho) SendCounted(ctx context.Context, e outbox.Entry) (envelope.Receipt, outbox.RequestBytes, error) {
+	rc, err := c.Send(ctx, e)
+	return rc, outbox.RequestBytes{Sent: 1, Uncompressed: 2}, err
+}
+
 // script1 is a Discoverer for New's checks; it is never run.
 type script1 struct{}
 
@@ -99,7 +108,7 @@ func (script1) Discover(context.Context) ([]*catalog.Record, error) { return nil
 func TestSenderPublishesWhatIsCommittedMeanwhile(t *testing.T) {
 	ctx := context.Background()
 	store := outboxmem.New()
-	s, err := agent.NewSender(agent.Config{Vessel: vessel, Store: store, Transport: echo{}, Gate: agent.GateOn})
+	s, err := agent.NewSender(agent.Config{Vessel: vessel, Store: store, Transport: countedEcho{}, Gate: agent.GateOn})
 	require.NoError(t, err)
 	first, err := s.Commit(ctx, examples.Boat())
 	require.NoError(t, err)
@@ -115,6 +124,8 @@ func TestSenderPublishesWhatIsCommittedMeanwhile(t *testing.T) {
 	assert.Zero(t, rep.Pending)
 	assert.Equal(t, len(first.Entries)+len(second.Entries), rep.Delivered)
 	assert.Equal(t, 4, rep.Passes, "two drains of two passes each")
+	n := int64(rep.Delivered)
+	assert.Equal(t, outbox.RequestBytes{Sent: n, Uncompressed: 2 * n}, rep.Bytes, "summed over both drains")
 }
 
 // Publish reports success only when nothing is left pending: a cycle
