@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/netip"
 	"net/url"
 	"strings"
@@ -342,12 +343,16 @@ func (c *Client) Send(ctx context.Context, e outbox.Entry) (envelope.Receipt, er
 }
 
 // SendCounted implements outbox.CountedTransport: it is Send, and also
-// returns the bytes of the request body. Sent counts the bytes the
-// transport read from the body — the gzip member when compressed, a
-// resend of the body on a fresh connection counted again —, so a request
-// that failed before a connection carried it counts 0. Uncompressed is
-// the length of the wrapped request when Sent is not 0, 0 otherwise.
-// Headers are not counted.
+// returns the bytes of the request body, counted for each time the
+// transport reports it wrote the request whole (httptrace's WroteRequest
+// without an error; a resend on a fresh connection counts again): Sent
+// the body as sent (the gzip member when compressed), Uncompressed the
+// wrapped request. A request the transport never wrote whole — no
+// connection, a failed TLS handshake, a write cut midway — counts 0,
+// unless an answer came back before any write was reported (a round
+// tripper of WithHTTPClient that calls no httptrace hooks, or a receiver
+// answering before it read the body), which counts once. Headers are not
+// counted.
 func (c *Client) SendCounted(ctx context.Context, e outbox.Entry) (envelope.Receipt, outbox.RequestBytes, error) {
 	var n outbox.RequestBytes
 	wrapped := envelope.DefaultWrapper{}.Wrap(nil, e.EntityType, e.EntityKey, e.Payload)
@@ -360,26 +365,31 @@ func (c *Client) SendCounted(ctx context.Context, e outbox.Entry) (envelope.Rece
 			body, gzipped = z, true
 		}
 	}
-	var read atomic.Int64
-	req, err := c.newRequest(ctx, http.MethodPost, &countingReader{r: bytes.NewReader(body), n: &read})
+	// writes counts the requests the transport wrote whole: the body once
+	// more on each (a resend on a fresh connection too).
+	var writes atomic.Int64
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(i httptrace.WroteRequestInfo) {
+		if i.Err == nil {
+			writes.Add(1)
+		}
+	}})
+	req, err := c.newRequest(ctx, http.MethodPost, bytes.NewReader(body))
 	if err != nil {
 		return envelope.Receipt{}, n, err
-	}
-	req.ContentLength = int64(len(body))
-	req.GetBody = func() (io.ReadCloser, error) {
-		return &countingReader{r: bytes.NewReader(body), n: &read}, nil
 	}
 	req.Header.Set("Content-Type", ContentType)
 	if gzipped {
 		req.Header.Set("Content-Encoding", "gzip")
 	}
 	resp, err := c.do(req)
-	// counted reads what the transport read from the body so far.
+	// counted counts the requests written whole so far; an answer from a
+	// round tripper that reports no writes (no httptrace hooks) counts one.
 	counted := func() outbox.RequestBytes {
-		if s := read.Load(); s > 0 {
-			return outbox.RequestBytes{Sent: s, Uncompressed: int64(len(wrapped))}
+		k := writes.Load()
+		if k == 0 && resp != nil {
+			k = 1
 		}
-		return outbox.RequestBytes{}
+		return outbox.RequestBytes{Sent: k * int64(len(body)), Uncompressed: k * int64(len(wrapped))}
 	}
 	if err != nil {
 		return envelope.Receipt{}, counted(), transportErr(err)
@@ -395,20 +405,6 @@ func (c *Client) SendCounted(ctx context.Context, e outbox.Entry) (envelope.Rece
 	rc, err := decodeAnswer(resp.StatusCode, resp.Header.Get("Content-Type"), answer)
 	return rc, counted(), err
 }
-
-// countingReader is a request body that adds the bytes read to n.
-type countingReader struct {
-	r *bytes.Reader
-	n *atomic.Int64
-}
-
-func (r *countingReader) Read(p []byte) (int, error) {
-	k, err := r.r.Read(p)
-	r.n.Add(int64(k))
-	return k, err
-}
-
-func (r *countingReader) Close() error { return nil }
 
 // newRequest returns a request of method to the Client's endpoint, with
 // its Accept and its credentials; its error wraps
