@@ -147,8 +147,10 @@ func WithTLSConfig(c *tls.Config) ClientOption { return func(cc *clientConfig) {
 // (http.DefaultTransport when hc.Transport is nil), such as one that
 // counts bytes, dials through a tunnel or holds the caller's TLS
 // configuration. The caller's transport decides how to connect: the
-// proxy, the dialing, TLS (its roots, client certificate, cipher
-// suites), connection reuse and HTTP/2. The Client's own rules still
+// proxy (http.DefaultTransport's is taken from the environment), the
+// dialing, TLS (its roots, client certificate, cipher suites), connection
+// reuse, HTTP/2, the bound on an answer's headers and the handshake's own
+// timeouts. The Client's own rules still
 // apply: the endpoint's checks of NewClient; the bearer token, which the
 // Client adds to each request; no redirect is followed (hc.CheckRedirect
 // is not used) and no cookie is kept (hc.Jar is not used); the timeout of
