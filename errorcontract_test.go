@@ -33,6 +33,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 	"github.com/yachtmemory/sourcecatalog"
+	"github.com/yachtmemory/sourcecatalog/agent"
 	"github.com/yachtmemory/sourcecatalog/canonical"
 	"github.com/yachtmemory/sourcecatalog/catalog"
 	"github.com/yachtmemory/sourcecatalog/envelope"
@@ -304,6 +305,27 @@ func operationCases() map[string]errCase {
 		"mysqlstore: Migrate over a refused connection": {
 			provoke: func(t *testing.T) error { return mysqlstore.Migrate(context.Background(), refused(t)) },
 			is:      hasCause, class: sourcecatalog.ErrStoreUnavailable,
+		},
+		"agent: NewSender with a token file that cannot be read": {
+			provoke: func(t *testing.T) error {
+				_, err := agent.NewSender(agent.Config{Vessel: vesselID, Store: outboxmem.New(), URL: "https://127.0.0.1/", TokenFile: filepath.Join(t.TempDir(), "absent")})
+				return err
+			},
+			is: hasCause, class: sourcecatalog.ErrInvalidValue,
+		},
+		"agent: NewSender without a URL": {
+			provoke: func(t *testing.T) error {
+				_, err := agent.NewSender(agent.Config{Vessel: vesselID, Store: outboxmem.New()})
+				return err
+			},
+			is: isType[*sourcecatalog.Error], class: sourcecatalog.ErrInvalidValue,
+		},
+		"httpbinding: NewClient with a caller's client over http elsewhere": {
+			provoke: func(t *testing.T) error {
+				_, err := httpbinding.NewClient("http://192.0.2.1/", httpbinding.WithHTTPClient(&http.Client{}))
+				return err
+			},
+			is: isType[*sourcecatalog.Error], class: sourcecatalog.ErrInvalidValue,
 		},
 		"outbox: Publish with a done context": {
 			provoke: func(t *testing.T) error {

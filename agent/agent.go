@@ -1,4 +1,7 @@
-// Package agent is the on-board controller's loop: every interval it
+// Package agent is the sender: a Sender commits a vessel's discovery
+// cycles to its outbox and publishes them to the receiver, built from one
+// Config whose defaults are safe (NewSender); an Agent runs a Sender in
+// the on-board controller's loop: every interval it
 // discovers which Signal K paths and sources the vessel selects, commits
 // the cycle to the outbox (SPEC.md §7.4) and publishes the pending entries
 // to the receiver (SPEC.md §7.5), logging what each cycle found and what
@@ -24,10 +27,9 @@
 //     can mend (outbox.NeedsOperator: credentials or the vessel refused,
 //     TLS verification failed) is logged as an error and not retried until
 //     the next cycle commits; so is the capability gate (SPEC.md §7.5)
-//     while it is closed: closed unless Config.Publisher declares the
-//     receiver v2-capable (outbox.WithReceiverV2) or holds a gate that
-//     asks the receiver (outbox.WithGate with an httpbinding.Gate, which
-//     reads the receiver's capability declaration, SPEC.md §11.7). The
+//     while it is closed: by default (Config.Gate GateAuto) it asks the
+//     receiver's capability declaration (SPEC.md §11.7) and opens while
+//     it names v2; GateOn opens it for good, GateOff shuts it. The
 //     gate is asked at every publishing step — once per committed cycle
 //     while it stays closed —, and each change of what it reports as
 //     declared is logged ("receiver declaration"); a gate that could not
@@ -47,6 +49,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/http"
 	"time"
 
 	"github.com/google/uuid"
@@ -71,18 +74,44 @@ type Discoverer interface {
 	Discover(ctx context.Context) ([]*catalog.Record, error)
 }
 
-// Config configures an Agent. Vessel, Discoverer, Store and Transport are
-// required.
+// Config configures a Sender (NewSender) and an Agent (New), which runs
+// one. Vessel, Store and the receiver — URL, or Transport — are required,
+// and an Agent's Discoverer. The zero value of every other member is a
+// safe default: the gate reads the receiver's declaration (GateAuto),
+// TLS 1.2 or later verified against the system's roots, no credentials.
 type Config struct {
-	Vessel     uuid.UUID
-	Discoverer Discoverer
-	Store      outbox.Store     // the outbox; a self-healing wrapper may stand in
-	Transport  outbox.Transport // to the receiver, such as an httpbinding.Client
-	// Publisher are the Publisher's options. The capability gate is
-	// closed unless they hold outbox.WithReceiverV2(true), or a gate
-	// (outbox.WithGate) that opens: cycles are then committed but nothing
-	// is sent.
+	Vessel uuid.UUID
+	Store  outbox.Store // the outbox; a self-healing wrapper may stand in
+
+	// URL is the receiver's https URL, such as
+	// https://shore.example:8443/v2/messages, or an http URL on loopback
+	// (httpbinding.NewClient).
+	URL string
+	// CertFile and KeyFile are the vessel's client certificate and its
+	// key (PEM), for mutual TLS; TokenFile instead holds a bearer token
+	// on its first line (surrounding white space ignored). CAFile holds
+	// the PEM certificates of the CAs that sign the receiver's
+	// certificate (default: the system's roots).
+	CertFile, KeyFile, TokenFile, CAFile string
+	// HTTPClient, when set, carries the requests instead of a transport
+	// of the Client's own (httpbinding.WithHTTPClient): it holds the TLS
+	// configuration, so CertFile, KeyFile and CAFile stay empty; a
+	// TokenFile may go with it.
+	HTTPClient *http.Client
+	// Timeout bounds one request (default httpbinding.DefaultClientTimeout).
+	Timeout time.Duration
+	// Gate is when to send v2 entries (SPEC.md §7.5): GateAuto (the
+	// zero value) asks the receiver, GateOff never, GateOn always.
+	Gate Gate
+	// Transport, instead of URL and its credentials, is a transport of
+	// the caller's: an *httpbinding.Client built by hand, or another
+	// binding (then Gate must be GateOn or GateOff).
+	Transport outbox.Transport
+	// Publisher are more Publisher options, applied after the gate's
+	// (the last gate option given wins).
 	Publisher []outbox.PublisherOption
+
+	Discoverer Discoverer // the Agent's scans
 	// Interval is the time between two scans' starts (default
 	// DefaultInterval).
 	Interval time.Duration
@@ -95,27 +124,25 @@ type Config struct {
 
 // An Agent runs the on-board loop of one vessel. Run it once.
 type Agent struct {
-	cfg       Config
-	writer    *outbox.Writer
-	publisher *outbox.Publisher
-	log       *slog.Logger
+	cfg    Config
+	sender *Sender
+	log    *slog.Logger
 }
 
-// New returns an Agent for cfg, or an error wrapping
-// sourcecatalog.ErrInvalidValue when a required member is missing or
-// Interval is negative.
+// New returns an Agent for cfg, running the Sender of NewSender(cfg). It
+// returns NewSender's errors, and an error wrapping
+// sourcecatalog.ErrInvalidValue located at the field when Discoverer is
+// nil or Interval is negative.
 func New(cfg Config) (*Agent, error) {
 	switch {
-	case cfg.Vessel == uuid.Nil:
-		return nil, invalid("the vessel id is required")
 	case cfg.Discoverer == nil:
-		return nil, invalid("a Discoverer is required")
-	case cfg.Store == nil:
-		return nil, invalid("an outbox Store is required")
-	case cfg.Transport == nil:
-		return nil, invalid("a Transport is required")
+		return nil, invalidField("Discoverer", "a Discoverer is required")
 	case cfg.Interval < 0:
-		return nil, invalid("the interval is negative")
+		return nil, invalidField("Interval", "the interval is negative")
+	}
+	sender, err := NewSender(cfg)
+	if err != nil {
+		return nil, err
 	}
 	if cfg.Interval == 0 {
 		cfg.Interval = DefaultInterval
@@ -126,17 +153,11 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = outbox.SystemClock{}
 	}
-	return &Agent{
-		cfg:       cfg,
-		writer:    outbox.NewWriter(cfg.Store),
-		publisher: outbox.NewPublisher(cfg.Store, cfg.Vessel, cfg.Transport, cfg.Publisher...),
-		log:       cfg.Logger.With("vessel_id", cfg.Vessel.String()),
-	}, nil
+	return &Agent{cfg: cfg, sender: sender, log: cfg.Logger.With("vessel_id", cfg.Vessel.String())}, nil
 }
 
-func invalid(detail string) error {
-	return sourcecatalog.Errorf(sourcecatalog.ErrInvalidValue, "agent: "+detail)
-}
+// Close closes the connections the Agent's Sender keeps alive.
+func (a *Agent) Close() { a.sender.Close() }
 
 // state is what the loop knows between steps.
 type state struct {
@@ -214,7 +235,7 @@ func (a *Agent) commit(ctx context.Context, s *state) {
 	// A commit in progress completes when ctx ends: the loop stops after it.
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
 	defer cancel()
-	com, err := a.writer.Commit(cctx, *c)
+	com, err := a.sender.writer.Commit(cctx, *c)
 	switch {
 	case errors.Is(err, sourcecatalog.ErrStoreUnavailable):
 		s.commitWait = a.cfg.Backoff.Next(s.commitWait)
@@ -267,10 +288,11 @@ func counts(records []*catalog.Record) []any {
 
 // drain publishes until nothing is pending or the next step is due.
 func (a *Agent) drain(ctx context.Context, s *state) {
-	rep, err := a.publisher.Drain(ctx, outbox.DrainOptions{Backoff: a.cfg.Backoff, Until: s.due(), Clock: a.cfg.Clock})
+	rep, err := a.sender.Publish(ctx, outbox.DrainOptions{Backoff: a.cfg.Backoff, Until: s.due(), Clock: a.cfg.Clock})
 	a.noteDeclared(s, rep.Declared)
 	attrs := []any{"outcome", string(rep.Outcome), "passes", rep.Passes, "sent", rep.Sent, "delivered", rep.Delivered,
-		"already_received", rep.AlreadyReceived, "failed", rep.Failed}
+		"already_received", rep.AlreadyReceived, "failed", rep.Failed, "referenced", rep.Referenced,
+		"bytes_sent", rep.Bytes.Sent, "bytes_uncompressed", rep.Bytes.Uncompressed}
 	if len(rep.Stopped) > 0 {
 		stopped := make([]string, len(rep.Stopped))
 		for i, id := range rep.Stopped {

@@ -151,10 +151,9 @@ func (g *rig) newClient(ts *httptest.Server, tok string) *httpbinding.Client {
 // config is the agent's configuration over the rig, receiver declared v2.
 func (g *rig) config() agent.Config {
 	return agent.Config{
-		Vessel: vessel, Discoverer: g.disc, Store: g.store, Transport: g.client,
-		Publisher: []outbox.PublisherOption{outbox.WithReceiverV2(true)},
-		Logger:    slog.New(slog.NewJSONHandler(&g.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		Clock:     g.clock,
+		Vessel: vessel, Discoverer: g.disc, Store: g.store, Transport: g.client, Gate: agent.GateOn,
+		Logger: slog.New(slog.NewJSONHandler(&g.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Clock:  g.clock,
 	}
 }
 
@@ -503,7 +502,7 @@ func TestOperatorFailureWaitsForTheNextCycle(t *testing.T) {
 func TestCapabilityGateClosed(t *testing.T) {
 	g := newRig(t, boat)
 	cfg := g.config()
-	cfg.Publisher = nil
+	cfg.Gate = agent.GateOff
 	g.run(cfg, interval+time.Minute)
 	require.Len(t, g.logged("cycle committed"), 2)
 	assert.Len(t, g.logged("nothing sent: the receiver is not declared v2-capable (SPEC.md §7.5); entries stay pending"), 2)

@@ -10,8 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/yachtmemory/sourcecatalog/agent"
 	"github.com/yachtmemory/sourcecatalog/httpbinding"
-	"github.com/yachtmemory/sourcecatalog/outbox"
 )
 
 // In auto mode the agent asks the receiver's declaration at each cycle's
@@ -46,7 +46,7 @@ func TestAutoGateFollowsTheDeclaration(t *testing.T) {
 	c := g.newClient(ts, token)
 	cfg := g.config()
 	cfg.Transport = c
-	cfg.Publisher = []outbox.PublisherOption{outbox.WithGate(httpbinding.NewGate(c))}
+	cfg.Gate = agent.GateAuto // the default
 	var sentBeforeUpgrade, sentBeforeRollback int64
 	g.clock.At(start.Add(10*time.Minute), func() { sentBeforeUpgrade = posts.Load(); v2.Store(true) })
 	g.clock.At(start.Add(25*time.Minute), func() { sentBeforeRollback = posts.Load(); v2.Store(false) })

@@ -289,7 +289,7 @@ func (c *Client) Declaration(ctx context.Context) (Declaration, error) {
 	if err != nil {
 		return Declaration{}, err
 	}
-	resp, err := c.hc.Do(req)
+	resp, err := c.do(req)
 	if err != nil {
 		return Declaration{}, transportErr(err)
 	}

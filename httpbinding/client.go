@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/netip"
 	"net/url"
 	"strings"
@@ -116,15 +117,22 @@ type Client struct {
 	compress bool
 	declared atomic.Bool // the last declaration its Gate read named request_gzip
 	hc       *http.Client
+	// checkTLS: the transport is the caller's, so each https answer is
+	// checked for TLS 1.2 or later.
+	checkTLS bool
 }
 
-var _ outbox.Transport = (*Client)(nil)
+var (
+	_ outbox.Transport        = (*Client)(nil)
+	_ outbox.CountedTransport = (*Client)(nil)
+)
 
 type clientConfig struct {
 	tls      *tls.Config
 	token    string
 	timeout  time.Duration
 	compress bool
+	hc       *http.Client
 }
 
 // A ClientOption configures a Client.
@@ -134,6 +142,26 @@ type ClientOption func(*clientConfig)
 // ClientTLSConfig with the operator's CA and the vessel's certificate
 // (default: TLS 1.2 at least, system roots, no client certificate).
 func WithTLSConfig(c *tls.Config) ClientOption { return func(cc *clientConfig) { cc.tls = c } }
+
+// WithHTTPClient makes the Client send through the round tripper of hc
+// (http.DefaultTransport when hc.Transport is nil), such as one that
+// counts bytes, dials through a tunnel or holds the caller's TLS
+// configuration. The caller's transport decides how to connect: the
+// proxy (http.DefaultTransport's is taken from the environment), the
+// dialing, TLS (its roots, client certificate, cipher suites), connection
+// reuse, HTTP/2, the bound on an answer's headers and the handshake's own
+// timeouts. The Client's own rules still
+// apply: the endpoint's checks of NewClient; the bearer token, which the
+// Client adds to each request; no redirect is followed (hc.CheckRedirect
+// is not used) and no cookie is kept (hc.Jar is not used); the timeout of
+// WithTimeout bounds each request, or hc.Timeout when positive and
+// shorter; the MaxRequestBody and answer size bounds; and TLS 1.2 at
+// least: an https answer whose connection state (http.Response.TLS) is
+// missing or below TLS 1.2 is refused as a *TLSError, nothing decoded.
+// Because the caller's dialer is not the Client's, an http endpoint's
+// host must then be a loopback address (127.0.0.0/8, [::1]), not a name
+// such as localhost. WithHTTPClient and WithTLSConfig exclude each other.
+func WithHTTPClient(hc *http.Client) ClientOption { return func(cc *clientConfig) { cc.hc = hc } }
 
 // WithBearerToken sends token as "Authorization: Bearer <token>".
 func WithBearerToken(token string) ClientOption { return func(cc *clientConfig) { cc.token = token } }
@@ -163,7 +191,9 @@ func WithRequestCompression() ClientOption { return func(cc *clientConfig) { cc.
 // URL, a bearer token or a TLS configuration with a client certificate
 // given with an http URL, a TLS configuration allowing a version below
 // 1.2, or a token that is not 1 to MaxTokenBytes bytes of RFC 6750's
-// b64token.
+// b64token; and, with WithHTTPClient, for WithTLSConfig given too, an
+// http endpoint whose host is not a loopback address, or an
+// *http.Transport whose TLSClientConfig sets a MinVersion below 1.2.
 func NewClient(endpoint string, opts ...ClientOption) (*Client, error) {
 	cfg := clientConfig{timeout: DefaultClientTimeout}
 	for _, o := range opts {
@@ -185,6 +215,9 @@ func NewClient(endpoint string, opts ...ClientOption) (*Client, error) {
 	}
 	if plain && cfg.tls != nil && (len(cfg.tls.Certificates) > 0 || cfg.tls.GetClientCertificate != nil) {
 		return nil, sourcecatalog.Errorf(sourcecatalog.ErrInvalidValue, "httpbinding: a client certificate needs https; over http the local proxy adds the credentials")
+	}
+	if cfg.hc != nil {
+		return callerClient(u, cfg)
 	}
 	tc := ClientTLSConfig(nil, nil)
 	if cfg.tls != nil {
@@ -219,6 +252,52 @@ func NewClient(endpoint string, opts ...ClientOption) (*Client, error) {
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
 	}, nil
+}
+
+// callerClient is NewClient over the caller's http.Client (WithHTTPClient).
+func callerClient(u *url.URL, cfg clientConfig) (*Client, error) {
+	if cfg.tls != nil {
+		return nil, sourcecatalog.Errorf(sourcecatalog.ErrInvalidValue, "httpbinding: WithTLSConfig and WithHTTPClient exclude each other: the caller's transport holds the TLS configuration")
+	}
+	if a, err := netip.ParseAddr(u.Hostname()); u.Scheme == "http" && (err != nil || !a.IsLoopback()) {
+		return nil, sourcecatalog.Errorf(sourcecatalog.ErrInvalidValue, "httpbinding: over http, a caller's http.Client needs a loopback address as the host (127.0.0.0/8 or [::1]), not a name")
+	}
+	rt := cfg.hc.Transport
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	if tr, ok := rt.(*http.Transport); ok && tr.TLSClientConfig != nil && tr.TLSClientConfig.MinVersion != 0 && tr.TLSClientConfig.MinVersion < tls.VersionTLS12 {
+		return nil, sourcecatalog.Errorf(sourcecatalog.ErrInvalidValue, "httpbinding: the caller's transport allows TLS below 1.2; set MinVersion")
+	}
+	timeout := orDefault(cfg.timeout, DefaultClientTimeout)
+	if cfg.hc.Timeout > 0 {
+		timeout = min(timeout, cfg.hc.Timeout)
+	}
+	return &Client{
+		endpoint: u.String(),
+		token:    cfg.token,
+		compress: cfg.compress,
+		checkTLS: u.Scheme == "https",
+		hc: &http.Client{
+			Transport:     rt,
+			Timeout:       timeout,
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+	}, nil
+}
+
+// do sends req. Over a caller's transport it refuses an https answer
+// without TLS 1.2 or later, as a *TLSError.
+func (c *Client) do(req *http.Request) (*http.Response, error) {
+	resp, err := c.hc.Do(req)
+	if err != nil || !c.checkTLS {
+		return resp, err
+	}
+	if resp.TLS == nil || resp.TLS.Version < tls.VersionTLS12 {
+		resp.Body.Close()
+		return nil, &TLSError{Err: errors.New("the caller's transport reported no TLS 1.2 or later connection for an https URL")}
+	}
+	return resp, nil
 }
 
 // loopbackHost reports whether host, a URL's host name, is localhost or
@@ -261,37 +340,72 @@ func dialer(timeout time.Duration, plain bool) *net.Dialer {
 // one over envelope.MaxAnswerSize bytes. An entry whose wrapped request
 // exceeds MaxRequestBody is not sent (ErrLimitExceeded).
 func (c *Client) Send(ctx context.Context, e outbox.Entry) (envelope.Receipt, error) {
-	body := envelope.DefaultWrapper{}.Wrap(nil, e.EntityType, e.EntityKey, e.Payload)
-	if len(body) > MaxRequestBody {
-		return envelope.Receipt{}, sourcecatalog.Errorf(sourcecatalog.ErrLimitExceeded, "the wrapped request is larger than 32768 bytes")
+	rc, _, err := c.SendCounted(ctx, e)
+	return rc, err
+}
+
+// SendCounted implements outbox.CountedTransport: it is Send, and also
+// returns the bytes of the request body, counted for each time the
+// transport reports it wrote the request whole (httptrace's WroteRequest
+// without an error; a resend on a fresh connection counts again): Sent
+// the body as sent (the gzip member when compressed), Uncompressed the
+// wrapped request. A request the transport never wrote whole — no
+// connection, a failed TLS handshake, a write cut midway — counts 0,
+// unless an answer came back before any write was reported (a round
+// tripper of WithHTTPClient that calls no httptrace hooks, or a receiver
+// answering before it read the body), which counts once. Headers are not
+// counted.
+func (c *Client) SendCounted(ctx context.Context, e outbox.Entry) (envelope.Receipt, outbox.RequestBytes, error) {
+	var n outbox.RequestBytes
+	wrapped := envelope.DefaultWrapper{}.Wrap(nil, e.EntityType, e.EntityKey, e.Payload)
+	if len(wrapped) > MaxRequestBody {
+		return envelope.Receipt{}, n, sourcecatalog.Errorf(sourcecatalog.ErrLimitExceeded, "the wrapped request is larger than 32768 bytes")
 	}
-	gzipped := false
+	body, gzipped := wrapped, false
 	if c.compress || c.declared.Load() {
-		if z := gzipRequest(body); len(z) < len(body) {
+		if z := gzipRequest(wrapped); len(z) < len(wrapped) {
 			body, gzipped = z, true
 		}
 	}
+	// writes counts the requests the transport wrote whole: the body once
+	// more on each (a resend on a fresh connection too).
+	var writes atomic.Int64
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(i httptrace.WroteRequestInfo) {
+		if i.Err == nil {
+			writes.Add(1)
+		}
+	}})
 	req, err := c.newRequest(ctx, http.MethodPost, bytes.NewReader(body))
 	if err != nil {
-		return envelope.Receipt{}, err
+		return envelope.Receipt{}, n, err
 	}
 	req.Header.Set("Content-Type", ContentType)
 	if gzipped {
 		req.Header.Set("Content-Encoding", "gzip")
 	}
-	resp, err := c.hc.Do(req)
+	resp, err := c.do(req)
+	// counted counts the requests written whole so far; an answer from a
+	// round tripper that reports no writes (no httptrace hooks) counts one.
+	counted := func() outbox.RequestBytes {
+		k := writes.Load()
+		if k == 0 && resp != nil {
+			k = 1
+		}
+		return outbox.RequestBytes{Sent: k * int64(len(body)), Uncompressed: k * int64(len(wrapped))}
+	}
 	if err != nil {
-		return envelope.Receipt{}, transportErr(err)
+		return envelope.Receipt{}, counted(), transportErr(err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode == http.StatusUnauthorized {
-		return envelope.Receipt{}, fmt.Errorf("httpbinding: %w", ErrUnauthorized)
+		return envelope.Receipt{}, counted(), fmt.Errorf("httpbinding: %w", ErrUnauthorized)
 	}
 	answer, err := io.ReadAll(io.LimitReader(resp.Body, envelope.MaxAnswerSize+1))
 	if err != nil {
-		return envelope.Receipt{}, transportErr(fmt.Errorf("reading the %d answer: %w", resp.StatusCode, err))
+		return envelope.Receipt{}, counted(), transportErr(fmt.Errorf("reading the %d answer: %w", resp.StatusCode, err))
 	}
-	return decodeAnswer(resp.StatusCode, resp.Header.Get("Content-Type"), answer)
+	rc, err := decodeAnswer(resp.StatusCode, resp.Header.Get("Content-Type"), answer)
+	return rc, counted(), err
 }
 
 // newRequest returns a request of method to the Client's endpoint, with
@@ -312,6 +426,10 @@ func (c *Client) newRequest(ctx context.Context, method string, body io.Reader) 
 // transportErr classes an error of the connection: a *TLSError for a TLS
 // verification failure, sourcecatalog.ErrStoreUnavailable otherwise.
 func transportErr(err error) error {
+	var own *TLSError
+	if errors.As(err, &own) {
+		return own
+	}
 	if tf := tlsFailure(err); tf != nil {
 		return tf
 	}

@@ -44,10 +44,10 @@ func TestLostAnswersAreResent(t *testing.T) {
 			require.Len(t, pass.Failures, 1)
 			assert.Equal(t, sourcecatalog.ErrStoreUnavailable, pass.Failures[0].Class, "a lost answer is transient: %v", pass.Failures[0].Err)
 			pass.Failures = nil
-			assert.Equal(t, outbox.Pass{Sent: 2, Delivered: 1, Failed: 1, Remaining: 1}, pass)
+			assert.Equal(t, outbox.Pass{Sent: 2, Delivered: 1, Failed: 1, Remaining: 1}, noBytes(pass))
 			pass, err = pub.Publish(ctx)
 			require.NoError(t, err)
-			assert.Equal(t, outbox.Pass{Sent: 1, Delivered: 1, AlreadyReceived: 1}, pass, "the receiver had staged the manifest")
+			assert.Equal(t, outbox.Pass{Sent: 1, Delivered: 1, AlreadyReceived: 1}, noBytes(pass), "the receiver had staged the manifest")
 			assert.Equal(t, []string{"staged", "staged", "already_received"}, r.events.outcomes())
 			active, err := r.recv.Active(ctx, vesselA)
 			require.NoError(t, err)

@@ -94,12 +94,12 @@ func (p *Publisher) refused(k refKey) bool {
 // A conflict, or any other failure, is the answer as it is.
 func (p *Publisher) send(ctx context.Context, e Entry, ref *envelope.ChunkRef, pass *Pass) (envelope.Receipt, error) {
 	if ref == nil {
-		return p.transport.Send(ctx, e)
+		return p.sendCounted(ctx, e, pass)
 	}
 	r := e
 	r.EntityType, r.Payload = sourcecatalog.ChunkRefEntityType, ref.Canonical()
 	pass.Referenced++
-	rc, err := p.transport.Send(ctx, r)
+	rc, err := p.sendCounted(ctx, r, pass)
 	if !errors.Is(err, sourcecatalog.ErrReferenceUnavailable) && !errors.Is(err, sourcecatalog.ErrHashMismatch) &&
 		!errors.Is(err, sourcecatalog.ErrUnsupported) {
 		return rc, err
@@ -111,7 +111,19 @@ func (p *Publisher) send(ctx context.Context, e Entry, ref *envelope.ChunkRef, p
 	p.noRef[refKey{e.SnapshotID, e.ChunkIndex}] = true
 	p.mu.Unlock()
 	pass.SentWhole++
-	return p.transport.Send(ctx, e)
+	return p.sendCounted(ctx, e, pass)
+}
+
+// sendCounted sends e over the transport, adding the request's bytes to
+// pass when the transport counts them (CountedTransport).
+func (p *Publisher) sendCounted(ctx context.Context, e Entry, pass *Pass) (envelope.Receipt, error) {
+	ct, ok := p.transport.(CountedTransport)
+	if !ok {
+		return p.transport.Send(ctx, e)
+	}
+	rc, n, err := ct.SendCounted(ctx, e)
+	pass.Bytes.add(n)
+	return rc, err
 }
 
 // forget drops what the Publisher remembers of a delivered entry.

@@ -29,5 +29,10 @@
 // deadline passes or a failure that only an operator can mend
 // ([NeedsOperator]: refused credentials, a TLS verification failure, a
 // refusal of the vessel) ends it at once; a [DrainReport] sums it up. It
-// runs on a [Clock], so that a test drives its time.
+// runs on a [Clock], so that a test drives its time. A Transport that is
+// also a [CountedTransport] reports each request's bytes, as sent and
+// uncompressed, which Pass.Bytes and DrainReport.Bytes sum.
+//
+// Package agent builds a Publisher, its transport and its gate from one
+// Config (agent.NewSender); use the pieces here for a link of your own.
 package outbox

@@ -135,6 +135,13 @@ type DrainReport struct {
 	Delivered       int
 	AlreadyReceived int // of Delivered
 	Failed          int // failed sends, over every pass
+	// Referenced and SentWhole sum the passes' (Pass.Referenced: chunks
+	// sent as references; Pass.SentWhole: of them, those sent again
+	// whole).
+	Referenced, SentWhole int
+	// Bytes sums the passes' request bytes (Pass.Bytes), as sent and
+	// uncompressed; zero over a Transport that is no CountedTransport.
+	Bytes RequestBytes
 	// Stopped lists the snapshots a conflict stopped, in order.
 	Stopped []uuid.UUID
 	// Last is the last failure (a failed send's cause, a store's error,
@@ -236,6 +243,9 @@ func (p *Publisher) Drain(ctx context.Context, opts DrainOptions) (DrainReport, 
 		rep.Delivered += pass.Delivered
 		rep.AlreadyReceived += pass.AlreadyReceived
 		rep.Failed += pass.Failed
+		rep.Referenced += pass.Referenced
+		rep.SentWhole += pass.SentWhole
+		rep.Bytes.add(pass.Bytes)
 		for _, f := range pass.Failures {
 			if !errors.Is(f.Err, sourcecatalog.ErrConflict) {
 				rep.Last = f.Err

@@ -33,6 +33,40 @@ type Transport interface {
 	Send(ctx context.Context, e Entry) (envelope.Receipt, error)
 }
 
+// A CountedTransport is a Transport that also says how many bytes each
+// request put on the link; httpbinding.Client is one. It is optional: a
+// Publisher asks for it with a type assertion and counts no bytes over a
+// Transport without it, so every existing Transport keeps working
+// unchanged.
+//
+// The counts come back from the call that sent them, rather than from
+// counters on the transport read before and after a pass, so that
+// concurrent Publishers (or a Drain and a Publish) sharing one transport
+// each count their own requests, and a wrapper around a transport counts
+// exactly what it forwards.
+type CountedTransport interface {
+	Transport
+	// SendCounted is Send, also returning the bytes of the request: zero
+	// when none was sent, and what was sent even when err is not nil.
+	SendCounted(ctx context.Context, e Entry) (envelope.Receipt, RequestBytes, error)
+}
+
+// RequestBytes counts the bytes of requests' bodies.
+type RequestBytes struct {
+	// Sent counts the bytes as sent on the link, after any compression
+	// (SPEC.md §11.1).
+	Sent int64
+	// Uncompressed counts the same requests' bytes before compression:
+	// the wrapped requests' lengths.
+	Uncompressed int64
+}
+
+// add adds o to b.
+func (b *RequestBytes) add(o RequestBytes) {
+	b.Sent += o.Sent
+	b.Uncompressed += o.Uncompressed
+}
+
 // ErrCapabilityOff is returned by Publish while the receiver's v2
 // capability is not declared; nothing was sent. It wraps
 // sourcecatalog.ErrUnsupported.
@@ -159,6 +193,10 @@ type Pass struct {
 	// (WithChunkReferences), and SentWhole those of them the receiver
 	// could not resolve, sent whole at once in the same pass.
 	Referenced, SentWhole int
+	// Bytes counts the request bytes of every send of the pass, failed
+	// ones included, as a CountedTransport reports them; zero over
+	// another Transport.
+	Bytes RequestBytes
 	// Failures lists, in the order sent, each entry that the pass did not
 	// deliver and why: every failed send (Failed of them), then the entry
 	// the pass stopped at when Publish returns an error about one (a

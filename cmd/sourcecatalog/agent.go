@@ -2,20 +2,20 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"os"
 	"os/signal"
 	"syscall"
 
 	"github.com/yachtmemory/sourcecatalog/agent"
-	"github.com/yachtmemory/sourcecatalog/outbox"
 )
 
 var agentCommand = &command{
 	name: "agent",
 	synopsis: "--signalk URL [--signalk-token-file FILE] [--signalk-ca FILE] [--selection S] [--settle D] " +
 		"--store sqlite:FILE|mysql:DSN --vessel UUID --url URL [--ca FILE] [--cert FILE --key FILE | --token-file FILE] " +
-		"[--receiver-v2[=auto]] [--timeout D] [--interval D] [--log-format text|json]",
+		"[--receiver-v2[=auto|off]] [--timeout D] [--interval D] [--log-format text|json]",
 	summary: "run the on-board loop: discover, commit, publish, every interval",
 	help: `Agent is the on-board controller as one long-running process (package
 agent): at start and then every --interval it reads a discovery cycle from
@@ -35,13 +35,15 @@ does) and publishes the pending entries to the receiver (as publish does).
   publish's backoff, and never holds up the next scan. A receiver that
   refuses the credentials (401) or the vessel (403), or TLS verification
   that fails, is logged as an error and tried again after the next commit.
-  Without --receiver-v2 nothing is sent (SPEC.md §7.5): cycles are
-  committed and wait in the outbox, and each says so in the log. With
-  --receiver-v2=auto the agent reads the receiver's capability
-  declaration (a GET on --url, SPEC.md §11.7) at each cycle's publishing
-  step and sends only while it declares protocol v2: a receiver that
-  answers none (the installed v1 receiver) or a declaration that does not
-  decode keeps the gate off until a later cycle finds v2 declared. Each
+  By default the agent reads the receiver's capability declaration (a
+  GET on --url, SPEC.md §11.7) at each cycle's publishing step and sends
+  only while it declares protocol v2 (SPEC.md §7.5), gzipping and
+  sending chunk references as the declaration allows: a receiver that
+  answers none (the installed v1 receiver) or a declaration that does
+  not decode keeps the gate off until a later cycle finds v2 declared;
+  cycles are committed and wait in the outbox, and each says so in the
+  log. --receiver-v2 declares the receiver v2-capable instead (bodies
+  whole and uncompressed); --receiver-v2=off sends nothing. Each
   change of the declaration is logged ("receiver declaration", then
   "receiver declaration changed" with declared and previous); one that
   cannot be read for now is asked again with the backoff.
@@ -67,9 +69,11 @@ Flags (each at most once), as for discover and publish:
   --cert FILE                the vessel's client certificate, with --key
   --key FILE                 its private key
   --token-file FILE          the vessel's bearer token, instead of --cert
+  --receiver-v2=auto         the gate is on while the receiver declares v2
+                             (the default)
   --receiver-v2              declare the receiver v2-capable: the
                              capability gate is on
-  --receiver-v2=auto         the gate is on while the receiver declares v2
+  --receiver-v2=off          the gate is off: nothing is sent
   --timeout D                bounds one request to the receiver (default 2m)
   --interval D               the time between two scans' starts (default 15m)
   --log-format F             text (default) or json: slog records on
@@ -80,7 +84,8 @@ snapshot_id, revision, entries, the paths, sources and observations found,
 the document_sha256, and changed: whether the document differs from the
 previous cycle's (true for the agent's first; previous_document_sha256
 names the other). "published" and "published in part" give the outcome,
-passes, sent, delivered, already_received and failed entries, and the last
+passes, sent, delivered, already_received and failed entries, the
+entries referenced, bytes_sent and bytes_uncompressed, and the last
 failure; a scan waiting for the server to settle is INFO, other failures
 WARN, those an operator must mend ERROR.
 
@@ -114,11 +119,6 @@ func runAgent(e *env, c *command, args []string) int {
 	if err != nil {
 		return c.failf(e, "%v", err)
 	}
-	client, err := pf.client()
-	if err != nil {
-		return c.failf(e, "%v", err)
-	}
-	defer client.CloseIdleConnections()
 	logger := logFormat.logger(e.stderr)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -128,14 +128,14 @@ func runAgent(e *env, c *command, args []string) int {
 	if err != nil {
 		return c.failf(e, "opening the store: %v", err)
 	}
-	a, err := agent.New(agent.Config{
-		Vessel: pf.vessel.id, Discoverer: discoverer, Store: st.outbox, Transport: client,
-		Publisher: []outbox.PublisherOption{pf.receiverV2.option(client)},
-		Interval:  interval.d,
-		Logger:    logger,
-	})
-	if err == nil {
+	cfg := pf.config(st.outbox)
+	cfg.Discoverer, cfg.Interval, cfg.Logger = discoverer, interval.d, logger
+	a, err := agent.New(cfg)
+	if err != nil {
+		err = errors.New(configErr(err))
+	} else {
 		err = a.Run(ctx)
+		a.Close()
 	}
 	if cerr := st.close(); cerr != nil && err == nil {
 		return c.failf(e, "closing %s: %v", st.name, cerr)

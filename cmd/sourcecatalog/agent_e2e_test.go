@@ -19,7 +19,6 @@ import (
 	"github.com/yachtmemory/sourcecatalog/finalize"
 	"github.com/yachtmemory/sourcecatalog/httpbinding"
 	"github.com/yachtmemory/sourcecatalog/internal/sktest"
-	"github.com/yachtmemory/sourcecatalog/outbox"
 	"github.com/yachtmemory/sourcecatalog/signalk"
 	"github.com/yachtmemory/sourcecatalog/sqlitestore"
 )
@@ -85,9 +84,9 @@ func TestAgentEndToEnd(t *testing.T) {
 	logs := &serveLogTail{}
 	a, err := agent.New(agent.Config{
 		Vessel: vessel, Discoverer: disc, Store: board.Outbox(), Transport: client,
-		Publisher: []outbox.PublisherOption{outbox.WithReceiverV2(true)},
-		Interval:  2 * time.Second,
-		Logger:    slog.New(slog.NewJSONHandler(logs, nil)),
+		Gate:     agent.GateOn,
+		Interval: 2 * time.Second,
+		Logger:   slog.New(slog.NewJSONHandler(logs, nil)),
 	})
 	require.NoError(t, err)
 	done := make(chan error, 1)

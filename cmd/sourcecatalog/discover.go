@@ -3,13 +3,16 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -201,4 +204,38 @@ func (f *settleFlag) Set(s string) error {
 	}
 	f.d, f.set = d, true
 	return nil
+}
+
+// readCAs reads the PEM certificates of the file the flag names, as the
+// roots to trust; its errors name the flag and the file.
+func readCAs(flag, path string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", flag, err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("%s: no PEM certificate in %s", flag, path)
+	}
+	return roots, nil
+}
+
+// readToken reads the first line of a token file, without its
+// surrounding white space; its errors start with the flag's name.
+func readToken(flag, path string) (string, error) {
+	file, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", flag, err)
+	}
+	defer file.Close()
+	b, err := io.ReadAll(io.LimitReader(file, 4096))
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", flag, err)
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	token := strings.TrimSpace(line)
+	if token == "" {
+		return "", fmt.Errorf("%s: %s holds no token on its first line", flag, path)
+	}
+	return token, nil
 }

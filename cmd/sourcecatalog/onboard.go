@@ -6,7 +6,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"math"
 	"os"
 	"os/signal"
 	"time"
@@ -208,15 +207,4 @@ func writeJSON(e *env, c *command, v any) int {
 		return c.failf(e, "%v", err)
 	}
 	return exitOK
-}
-
-// countPending counts the vessel's pending outbox entries.
-func countPending(ctx context.Context, s outbox.Store, vessel uuid.UUID) (int, error) {
-	n := 0
-	err := s.WithVessel(ctx, vessel, func(tx outbox.Tx) error {
-		pending, err := tx.Pending(ctx, math.MaxInt)
-		n = len(pending)
-		return err
-	})
-	return n, err
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -186,4 +187,15 @@ func TestCommitRefuses(t *testing.T) {
 	}
 	_, last := outboxPending(t, filepath.Join(dir, "boat.db"), examples.VesselID)
 	assert.Zero(t, last, "nothing was committed")
+}
+
+// countPending counts the vessel's pending outbox entries.
+func countPending(ctx context.Context, s outbox.Store, vessel uuid.UUID) (int, error) {
+	n := 0
+	err := s.WithVessel(ctx, vessel, func(tx outbox.Tx) error {
+		pending, err := tx.Pending(ctx, math.MaxInt)
+		n = len(pending)
+		return err
+	})
+	return n, err
 }

@@ -2,26 +2,23 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"net/url"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/yachtmemory/sourcecatalog"
+	"github.com/yachtmemory/sourcecatalog/agent"
 	"github.com/yachtmemory/sourcecatalog/httpbinding"
 	"github.com/yachtmemory/sourcecatalog/outbox"
 )
 
 var publishCommand = &command{
 	name:     "publish",
-	synopsis: "--store sqlite:FILE|mysql:DSN --vessel UUID --url URL [--ca FILE] [--cert FILE --key FILE | --token-file FILE] [--receiver-v2[=auto]] [--timeout D] [--give-up-after D] [--json]",
+	synopsis: "--store sqlite:FILE|mysql:DSN --vessel UUID --url URL [--ca FILE] [--cert FILE --key FILE | --token-file FILE] [--receiver-v2[=auto|off]] [--timeout D] [--give-up-after D] [--json]",
 	summary:  "post the outbox's pending entries to a serve URL until delivered",
 	help: `Publish posts the vessel's pending outbox entries, oldest revision first and
 each snapshot's manifest before its chunks, to a receiver's URL over the
@@ -33,24 +30,22 @@ back to 1 s after a pass that delivered something — and another pass,
 until --give-up-after has passed. A conflict refusal stops that snapshot,
 whose entries are never sent again, and publishing goes on with the rest.
 
-The capability gate (SPEC.md §7.5) is off by default: v2 entries are sent
-only with --receiver-v2, which declares that the receiver at --url
-supports protocol v2, or with --receiver-v2=auto, which asks the receiver
-first: a GET on --url reads its capability declaration (SPEC.md §11.7),
-and entries are sent only when it declares protocol v2. A receiver that
-answers no declaration (404, 405 or 501, as the installed v1 receiver
-does), or one that does not decode or names no v2, keeps the gate off; a
-declaration that cannot be read for now (no answer, 503, …) is asked
-again with the backoff below until --give-up-after. Without either, or
-when the receiver declares no v2, publish sends nothing and exits 1.
-With --receiver-v2=auto publish also follows the declaration's optional
-capabilities: it gzips each body that gzip makes shorter when the
-receiver declares request_gzip (SPEC.md §11.1), and sends a chunk whose
-payload the receiver was delivered before, for an earlier snapshot, by
-reference when it declares chunk_reference (SPEC.md §6.6; one the
-receiver no longer holds is sent again whole at once). With the bare
---receiver-v2 every body is sent whole and uncompressed, as to a
-receiver declaring neither.
+The capability gate (SPEC.md §7.5) follows the receiver by default: a GET
+on --url reads its capability declaration (SPEC.md §11.7), and entries are
+sent only when it declares protocol v2. A receiver that answers no
+declaration (404, 405 or 501, as the installed v1 receiver does), or one
+that does not decode or names no v2, keeps the gate off; a declaration
+that cannot be read for now (no answer, 503, …) is asked again with the
+backoff below until --give-up-after. publish then also follows the
+declaration's optional capabilities: it gzips each body that gzip makes
+shorter when the receiver declares request_gzip (SPEC.md §11.1), and
+sends a chunk whose payload the receiver was delivered before, for an
+earlier snapshot, by reference when it declares chunk_reference (SPEC.md
+§6.6; one the receiver no longer holds is sent again whole at once).
+--receiver-v2 instead declares that the receiver supports protocol v2:
+every body is then sent whole and uncompressed, as to a receiver
+declaring neither. --receiver-v2=off sends nothing. When the gate stays
+off, publish sends nothing and exits 1.
 
 Flags (each at most once):
   --store STORE       the outbox: sqlite:FILE or mysql:DSN, as for commit
@@ -67,9 +62,11 @@ Flags (each at most once):
                       line; surrounding white space is ignored), instead of
                       --cert and --key. The token is never taken from the
                       command line, where other users can read it
+  --receiver-v2=auto  the gate is on only if the receiver declares v2 (the
+                      default)
   --receiver-v2       declare the receiver v2-capable: the capability gate
                       is on
-  --receiver-v2=auto  the gate is on only if the receiver declares v2
+  --receiver-v2=off   the gate is off: nothing is sent
   --timeout D         bounds one request: connecting, TLS, the answer
                       (a Go duration such as 30s; default 2m)
   --give-up-after D   stop retrying after D (default 10m); in-flight
@@ -80,21 +77,26 @@ Output: a line per pass,
   pass N: sent S, delivered D (X staged, Y already received), failed F
 followed by the last failure and the wait when F > 0, and a summary:
   published: vessel V: D delivered (X staged, Y already received) in N pass(es), K snapshots stopped, P pending
+  sent B bytes (U uncompressed), R chunk(s) by reference
+(the second line when something was sent). Entries committed while
+publish runs are published too, within --give-up-after.
 With --json, no pass lines but one object once publishing began:
   {"vessel_id": "…", "result": "delivered", "passes": N, "sent": S,
    "delivered": D, "staged": X, "already_received": Y, "failed": F,
+   "referenced": R, "bytes_sent": B, "bytes_uncompressed": U,
    "stopped_snapshots": ["…"], "pending": P, "error": ""}
 result is delivered (nothing pending, nothing stopped), stopped (nothing
 pending, but a conflict stopped a snapshot), gave_up (--give-up-after
-passed, or interrupted), or failed (an error retrying cannot mend);
+passed, or interrupted, with entries pending — also those committed
+while publish ran), or failed (an error retrying cannot mend);
 already_received counts the receipts of entries the receiver had staged
 before (a receipt lost on the way back); pending is counted at the end,
 -1 when the store cannot count it; error is "" unless result is gave_up
 or failed.
 
-Exit status: 0 when nothing is pending and no snapshot was stopped; 1
-without --receiver-v2, with --receiver-v2=auto when the receiver declares
-no v2, on give-up, when a conflict stopped a snapshot, when
+Exit status: 0 when nothing is pending at the end and no snapshot was
+stopped; 1 when the receiver declares no v2, with --receiver-v2=off, on
+give-up (entries pending at the end), when a conflict stopped a snapshot, when
 the receiver refuses the credentials (401) or the vessel (403), or TLS
 verification fails (the receiver's certificate, or the receiver refusing
 the client's) — resending would not help, so these stop publish at once —,
@@ -133,13 +135,8 @@ func runPublish(e *env, c *command, args []string) int {
 	if msg := f.check(c.name, operands); msg != "" {
 		return c.usageError(e, "%s", msg)
 	}
-	client, err := f.client()
-	if err != nil {
-		return c.failf(e, "%v", err)
-	}
-	defer client.CloseIdleConnections()
 	return withStores(e, c, &f.store, storeOptions{outbox: true}, func(ctx context.Context, st *stores) int {
-		return publish(ctx, e, c, &f, st, client)
+		return publish(ctx, e, c, &f, st)
 	})
 }
 
@@ -186,74 +183,33 @@ func (f *publishFlags) check(name string, operands []string) string {
 	return ""
 }
 
-// client returns the Transport the flags describe. Its errors name the
-// file at fault, never a token.
-func (f *publishFlags) client() (*httpbinding.Client, error) {
-	var roots *x509.CertPool
-	if f.ca.set {
-		var err error
-		if roots, err = readCAs("--ca", f.ca.s); err != nil {
-			return nil, err
-		}
+// config returns the sender's configuration the flags describe, over
+// the outbox store.
+func (f *publishFlags) config(store outbox.Store) agent.Config {
+	return agent.Config{
+		Vessel: f.vessel.id, Store: store, URL: f.endpoint.s, CAFile: f.ca.s,
+		CertFile: f.cert.s, KeyFile: f.key.s, TokenFile: f.tokenFile.s,
+		Timeout: f.timeout.d, Gate: f.receiverV2.gate,
 	}
-	var cert *tls.Certificate
-	if f.cert.set {
-		c, err := tls.LoadX509KeyPair(f.cert.s, f.key.s)
-		if err != nil {
-			return nil, fmt.Errorf("--cert and --key: %w", err)
-		}
-		cert = &c
-	}
-	opts := []httpbinding.ClientOption{
-		httpbinding.WithTLSConfig(httpbinding.ClientTLSConfig(roots, cert)),
-		httpbinding.WithTimeout(f.timeout.d),
-	}
-	if f.tokenFile.set {
-		token, err := readToken("--token-file", f.tokenFile.s)
-		if err != nil {
-			return nil, err
-		}
-		opts = append(opts, httpbinding.WithBearerToken(token))
-	}
-	client, err := httpbinding.NewClient(f.endpoint.s, opts...)
-	if err != nil {
-		return nil, errors.New(located(err))
-	}
-	return client, nil
 }
 
-// readCAs reads the PEM certificates of the file the flag names, as the
-// roots to trust; its errors name the flag and the file.
-func readCAs(flag, path string) (*x509.CertPool, error) {
-	pem, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", flag, err)
-	}
-	roots := x509.NewCertPool()
-	if !roots.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("%s: no PEM certificate in %s", flag, path)
-	}
-	return roots, nil
+// configFlags are the flags behind agent.Config's fields.
+var configFlags = map[string]string{
+	"URL": "--url", "CAFile": "--ca", "CertFile": "--cert and --key", "KeyFile": "--cert and --key", "TokenFile": "--token-file",
 }
 
-// readToken reads the first line of a token file, without its
-// surrounding white space; its errors start with the flag's name.
-func readToken(flag, path string) (string, error) {
-	file, err := os.Open(path)
-	if err != nil {
-		return "", fmt.Errorf("%s: %w", flag, err)
+// configErr renders an error of agent.NewSender naming the flag at fault.
+// It never holds a token: NewSender's errors name files, not contents.
+func configErr(err error) string {
+	var se *sourcecatalog.Error
+	if !errors.As(err, &se) || configFlags[se.Field] == "" {
+		return located(err)
 	}
-	defer file.Close()
-	b, err := io.ReadAll(io.LimitReader(file, 4096))
-	if err != nil {
-		return "", fmt.Errorf("%s: %w", flag, err)
+	why := strings.TrimPrefix(strings.TrimPrefix(se.Detail, "agent: "), "httpbinding: ")
+	if se.Err != nil {
+		why = se.Err.Error()
 	}
-	line, _, _ := strings.Cut(string(b), "\n")
-	token := strings.TrimSpace(line)
-	if token == "" {
-		return "", fmt.Errorf("%s: %s holds no token on its first line", flag, path)
-	}
-	return token, nil
+	return configFlags[se.Field] + ": " + why
 }
 
 // publishJSON is publish's report, and its --json output.
@@ -266,16 +222,23 @@ type publishJSON struct {
 	Staged           int         `json:"staged"`
 	AlreadyReceived  int         `json:"already_received"`
 	Failed           int         `json:"failed"`
+	Referenced       int         `json:"referenced"`
+	BytesSent        int64       `json:"bytes_sent"`
+	BytesUncompresed int64       `json:"bytes_uncompressed"`
 	StoppedSnapshots []uuid.UUID `json:"stopped_snapshots"`
 	Pending          int         `json:"pending"`
 	Error            string      `json:"error"`
 }
 
-// publish drains the outbox (outbox.Publisher.Drain: passes until nothing
+// publish drains the outbox (agent.Sender.Publish: passes until nothing
 // is pending, a failure retrying cannot mend, or the give-up deadline),
 // printing a line per pass, and reports.
-func publish(ctx context.Context, e *env, c *command, f *publishFlags, st *stores, client *httpbinding.Client) int {
-	pub := outbox.NewPublisher(st.outbox, f.vessel.id, client, f.receiverV2.option(client))
+func publish(ctx context.Context, e *env, c *command, f *publishFlags, st *stores) int {
+	sender, err := agent.NewSender(f.config(st.outbox))
+	if err != nil {
+		return c.failf(e, "%s", configErr(err))
+	}
+	defer sender.Close()
 	opts := outbox.DrainOptions{
 		Backoff: outbox.Backoff{Min: publishBackoff.min, Max: publishBackoff.max},
 		Until:   time.Now().Add(f.giveUp.d),
@@ -286,19 +249,21 @@ func publish(ctx context.Context, e *env, c *command, f *publishFlags, st *store
 			fmt.Fprintf(e.stdout, "capability declaration not read: %v\n  retrying in %v\n", err, wait)
 		}
 	}
-	dr, err := pub.Drain(ctx, opts)
+	dr, err := sender.Publish(ctx, opts)
+	auto := f.receiverV2.gate == agent.GateAuto
 	switch {
-	case errors.Is(err, outbox.ErrCapabilityOff) && f.receiverV2.auto:
+	case errors.Is(err, outbox.ErrCapabilityOff) && auto:
 		return c.failf(e, "the receiver at --url declares no protocol v2 support: nothing sent. %s (SPEC.md §7.5, §11.7)", strings.TrimPrefix(err.Error(), "httpbinding: "))
 	case errors.Is(err, outbox.ErrCapabilityOff):
-		return c.failf(e, "the receiver is not declared v2-capable: nothing sent. Pass --receiver-v2 once the receiver at --url supports protocol v2, or --receiver-v2=auto to ask it (SPEC.md §7.5)")
-	case f.receiverV2.auto && dr.Declared != "" && !f.asJSON.on:
+		return c.failf(e, "the receiver is not declared v2-capable: nothing sent. Pass --receiver-v2 once the receiver at --url supports protocol v2, or leave the gate to ask it (SPEC.md §7.5)")
+	case auto && dr.Declared != "" && !f.asJSON.on:
 		fmt.Fprintf(e.stdout, "receiver declaration: %s\n", dr.Declared)
 	}
 	rep := publishJSON{
 		VesselID: f.vessel.id, Result: string(dr.Outcome), Passes: dr.Passes, Sent: dr.Sent,
 		Delivered: dr.Delivered, Staged: dr.Delivered - dr.AlreadyReceived, AlreadyReceived: dr.AlreadyReceived,
-		Failed: dr.Failed, StoppedSnapshots: append([]uuid.UUID{}, dr.Stopped...),
+		Failed: dr.Failed, Referenced: dr.Referenced, BytesSent: dr.Bytes.Sent, BytesUncompresed: dr.Bytes.Uncompressed,
+		StoppedSnapshots: append([]uuid.UUID{}, dr.Stopped...), Pending: dr.Pending,
 	}
 	switch dr.Outcome {
 	case outbox.DrainGaveUp:
@@ -306,39 +271,39 @@ func publish(ctx context.Context, e *env, c *command, f *publishFlags, st *store
 	case outbox.DrainFailed:
 		rep.Error = failureReason(err)
 	}
-	return reportPublish(ctx, e, c, st, rep, f.asJSON.on)
+	if rep.Error == "" && err != nil { // the pending entries not counted
+		rep.Error = located(err)
+	}
+	return reportPublish(e, c, rep, f.asJSON.on)
 }
 
-// gateFlag is --receiver-v2: absent (the gate off), bare (on: the
-// operator declares the receiver v2-capable) or =auto (on only while the
-// receiver's capability declaration names v2, SPEC.md §11.7).
-type gateFlag struct{ on, auto bool }
+// gateFlag is --receiver-v2: absent or =auto (on only while the
+// receiver's capability declaration names v2, SPEC.md §11.7), bare (on:
+// the operator declares the receiver v2-capable) or =off.
+type gateFlag struct {
+	gate agent.Gate
+	set  bool
+}
 
 func (f *gateFlag) String() string   { return "" }
 func (f *gateFlag) IsBoolFlag() bool { return true }
 func (f *gateFlag) optionalValue()   {}
 func (f *gateFlag) Set(s string) error {
-	if f.on || f.auto {
+	if f.set {
 		return errTwice
 	}
+	f.set = true
 	switch s {
 	case "true":
-		f.on = true
+		f.gate = agent.GateOn
 	case "auto":
-		f.auto = true
+		f.gate = agent.GateAuto
+	case "off":
+		f.gate = agent.GateOff
 	default:
-		return errors.New("takes no value, or =auto")
+		return errors.New("takes no value, =auto or =off")
 	}
 	return nil
-}
-
-// option returns the Publisher's gate for the flag: fixed, or asking
-// client's receiver (httpbinding.Gate).
-func (f *gateFlag) option(client *httpbinding.Client) outbox.PublisherOption {
-	if f.auto {
-		return outbox.WithGate(httpbinding.NewGate(client))
-	}
-	return outbox.WithReceiverV2(f.on)
 }
 
 // printPass prints a pass's line, and what follows it: the snapshot a
@@ -374,15 +339,9 @@ func failureReason(err error) string {
 	return err.Error()
 }
 
-func reportPublish(ctx context.Context, e *env, c *command, st *stores, rep publishJSON, asJSON bool) int {
-	countCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
-	n, err := countPending(countCtx, st.outbox, rep.VesselID)
-	rep.Pending = n
-	if err != nil {
-		rep.Pending = -1
-		fmt.Fprintf(e.stderr, "sourcecatalog %s: counting the pending entries: %v\n", c.name, err)
-	}
+// reportPublish prints publish's report and returns its exit status: 0
+// only when nothing is pending at the end and nothing was stopped.
+func reportPublish(e *env, c *command, rep publishJSON, asJSON bool) int {
 	if asJSON {
 		if status := writeJSON(e, c, rep); status != exitOK {
 			return status
@@ -391,14 +350,17 @@ func reportPublish(ctx context.Context, e *env, c *command, st *stores, rep publ
 		fmt.Fprintf(e.stdout, "published: vessel %s: %d delivered (%d staged, %d already received) in %d pass(es), %s stopped, %d pending\n",
 			rep.VesselID, rep.Delivered, rep.Staged, rep.AlreadyReceived, rep.Passes,
 			plural(len(rep.StoppedSnapshots), "snapshot"), rep.Pending)
+		if rep.Sent > 0 {
+			fmt.Fprintf(e.stdout, "  sent %d bytes (%d uncompressed), %d chunk(s) by reference\n", rep.BytesSent, rep.BytesUncompresed, rep.Referenced)
+		}
 	}
 	switch {
 	case rep.Error != "":
 		return c.failf(e, "%s", rep.Error)
 	case rep.Result == "stopped":
 		return c.failf(e, "a conflict stopped %s: the receiver holds other bytes for them", plural(len(rep.StoppedSnapshots), "snapshot"))
-	case err != nil:
-		return exitInvalid
+	case rep.Pending != 0:
+		return c.failf(e, "%d entries pending at the end", rep.Pending)
 	}
 	return exitOK
 }

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -34,8 +36,10 @@ type pubReceiver struct {
 	// requests counts the requests that reached the server; while fail
 	// is positive, a request is answered 503 and fail decremented.
 	requests, fail atomic.Int64
-	stopOnce       sync.Once
-	stop           func()
+	// onPost, when set before publishing, is called on each POST.
+	onPost   func()
+	stopOnce sync.Once
+	stop     func()
 }
 
 func startReceiver(t *testing.T, pki *testCA, dir string, auth httpbinding.Authenticator) *pubReceiver {
@@ -52,6 +56,9 @@ func startReceiver(t *testing.T, pki *testCA, dir string, auth httpbinding.Authe
 			return
 		}
 		r.fail.Store(0)
+		if r.onPost != nil && req.Method == http.MethodPost {
+			r.onPost()
+		}
 		h.ServeHTTP(w, req)
 	}))
 	srv.TLS = httpbinding.ServerTLSConfig(mustCert(t)(pki.Server()), pki.Pool)
@@ -84,15 +91,28 @@ type publishOut struct {
 	Staged           int      `json:"staged"`
 	AlreadyReceived  int      `json:"already_received"`
 	Failed           int      `json:"failed"`
+	Referenced       int      `json:"referenced"`
+	BytesSent        int64    `json:"bytes_sent"`
+	BytesUncompresed int64    `json:"bytes_uncompressed"`
 	StoppedSnapshots []string `json:"stopped_snapshots"`
 	Pending          int      `json:"pending"`
 	Error            string   `json:"error"`
 }
 
+// publishJSONOf decodes publish's --json output; it checks the byte
+// counts against the entries sent, and returns the report without them.
 func publishJSONOf(t *testing.T, r result) publishOut {
 	t.Helper()
 	var out publishOut
 	decodeStrict(t, r.stdout, &out)
+	if out.Delivered > 0 {
+		assert.Positive(t, out.BytesSent, "bytes are counted for what was delivered")
+	}
+	if out.Sent == 0 {
+		assert.Zero(t, out.BytesSent, "no bytes without a send")
+	}
+	assert.GreaterOrEqual(t, out.BytesUncompresed, out.BytesSent)
+	out.BytesSent, out.BytesUncompresed = 0, 0
 	return out
 }
 
@@ -213,7 +233,8 @@ func TestPublishCapabilityGate(t *testing.T) {
 	g := newPublishRig(t, allCredentials[0])
 	g.commitBoat(t)
 
-	for _, extra := range [][]string{nil, {"--json"}} {
+	// The gate asks the receiver by default; --receiver-v2=off shuts it.
+	for _, extra := range [][]string{{"--receiver-v2=off"}, {"--receiver-v2=off", "--json"}} {
 		r := cli(t, "", g.args(g.boat, extra...)...)
 		assert.Equal(t, exitInvalid, r.code)
 		assert.Empty(t, r.stdout)
@@ -503,4 +524,64 @@ func copyFile(t *testing.T, from, to string) {
 	b, err := os.ReadFile(from)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(to, b, 0o600))
+}
+
+// Entries committed while publish runs are published by the same run, and
+// its exit status agrees with what its summary counts as pending at the
+// end: 0 only when nothing is.
+func TestPublishWhileCommitting(t *testing.T) {
+	t.Run("committed once: published too", func(t *testing.T) {
+		g := newPublishRig(t, allCredentials[1])
+		first := g.commitBoat(t)
+		var once sync.Once
+		var second commitOut
+		g.rcv.onPost = func() {
+			once.Do(func() {
+				second = commitJSONOf(t, "--store", "sqlite:"+g.boat, "--vessel", vesselFlag, recordsFile(t, g.dir, "scaled.json", examples.Scaled(600)))
+			})
+		}
+		r := cli(t, "", g.args(g.boat, "--json")...)
+		require.Equal(t, exitOK, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+		out := publishJSONOf(t, r)
+		assert.Equal(t, "delivered", out.Result)
+		assert.Zero(t, out.Pending)
+		assert.Equal(t, first.Entries+second.Entries, out.Delivered)
+	})
+	t.Run("committed without end: gives up, pending, exit 1", func(t *testing.T) {
+		g := newPublishRig(t, allCredentials[1])
+		g.commitBoat(t)
+		var n atomic.Int64
+		g.rcv.onPost = func() {
+			recs := recordsFile(t, g.dir, fmt.Sprintf("scaled%d.json", n.Add(1)), examples.Scaled(10))
+			commitJSONOf(t, "--store", "sqlite:"+g.boat, "--vessel", vesselFlag, recs)
+		}
+		r := cli(t, "", g.args(g.boat, "--json", "--give-up-after", "1s")...)
+		require.Equal(t, exitInvalid, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+		out := publishJSONOf(t, r)
+		assert.Equal(t, "gave_up", out.Result)
+		assert.Positive(t, out.Pending)
+	})
+}
+
+// publish's exit status is 0 only when its report counts nothing pending
+// and nothing stopped.
+func TestPublishExitStatus(t *testing.T) {
+	cases := []struct {
+		name string
+		rep  publishJSON
+		want int
+	}{
+		{"delivered", publishJSON{Result: "delivered"}, exitOK},
+		{"delivered, entries pending at the end", publishJSON{Result: "delivered", Pending: 197}, exitInvalid},
+		{"pending not counted", publishJSON{Result: "delivered", Pending: -1}, exitInvalid},
+		{"stopped", publishJSON{Result: "stopped", StoppedSnapshots: []uuid.UUID{uuid.New()}}, exitInvalid},
+		{"gave up", publishJSON{Result: "gave_up", Pending: 3, Error: "gave up"}, exitInvalid},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errs bytes.Buffer
+			got := reportPublish(&env{stdout: &out, stderr: &errs}, publishCommand, tc.rep, false)
+			assert.Equal(t, tc.want, got, "stdout:\n%s\nstderr:\n%s", out.String(), errs.String())
+		})
+	}
 }
