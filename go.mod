@@ -10,6 +10,7 @@ require (
 	github.com/ncruces/go-sqlite3 v0.37.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/stretchr/testify v1.12.1
+	golang.org/x/mod v0.43.0
 )
 
 require (
