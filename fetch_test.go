@@ -16,6 +16,7 @@ import (
 	"io"
 	"io/fs"
 	"net/url"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -37,10 +38,13 @@ const (
 
 const (
 	modulePath = "github.com/yachtmemory/sourcecatalog"
-	// fetchVersion is the version the module is exported at. A pre-release,
-	// so that @latest resolves to it only because the proxy lists no other.
-	fetchVersion = "v0.0.0-fetchtest"
 )
+
+// fetchVersion is the version the module is exported at: a pre-release, so
+// that @latest resolves to it only because the proxy lists no other, and
+// one of its own for each run, since the consumer uses the host's module
+// cache, where an earlier run's copy must not stand in for this one's.
+var fetchVersion = fmt.Sprintf("v0.0.0-fetchtest.%d.%d", time.Now().UnixNano(), os.Getpid())
 
 // codecOffenders are the module paths a consumer of canonical, catalog and
 // envelope alone must not link: the stores', the metrics', the WebSocket
@@ -92,6 +96,7 @@ func TestModuleFetchable(t *testing.T) {
 		t.Fatalf("the consumer would be inside the repository (%s): set TMPDIR elsewhere", work)
 	}
 	env := offlineEnv(work, proxy, download, hostEnv)
+	t.Cleanup(func() { removeFromModuleCache(t, hostEnv["GOMODCACHE"]) })
 	consumer := filepath.Join(work, "consumer")
 	writeFiles(t, consumer, map[string]string{
 		"go.mod":        "module example.com/consumer\n\ngo " + goMod.Go.Version + "\n",
@@ -439,9 +444,13 @@ type goEnvironment struct {
 
 // offlineEnv returns an environment in which the go command reaches no
 // network: modules come from the proxy at proxy, then from the host's
-// module cache download directory; into a new module cache under work,
-// with no checksum database, workspace or toolchain switch. The host's
-// build cache is shared. Every other GO variable of the host is dropped
+// module cache download directory, with no checksum database, workspace
+// or toolchain switch. The host's module and build caches are shared, so
+// that the dependencies build from the same directories as the module's
+// own builds (go vet's, go test's) and are found compiled in the build
+// cache: a fresh module cache would make every one of them compile again,
+// minutes on a cold machine. removeFromModuleCache takes the exported
+// module out again. Every other GO variable of the host is dropped
 // (GOFLAGS=-race among them), and GOENV=off ignores its go env -w settings.
 func offlineEnv(work, proxy, download string, host map[string]string) goEnvironment {
 	gobin := filepath.Join(work, "gobin")
@@ -450,7 +459,7 @@ func offlineEnv(work, proxy, download string, host map[string]string) goEnvironm
 		"GOROOT="+host["GOROOT"],
 		"GOCACHE="+host["GOCACHE"],
 		"GOPATH="+filepath.Join(work, "gopath"),
-		"GOMODCACHE="+filepath.Join(work, "modcache"),
+		"GOMODCACHE="+host["GOMODCACHE"],
 		"GOBIN="+gobin,
 		"GOPROXY="+fileURL(proxy)+","+fileURL(download),
 		"GOSUMDB=off",
@@ -460,10 +469,8 @@ func offlineEnv(work, proxy, download string, host map[string]string) goEnvironm
 		"GO111MODULE=on",
 		"CGO_ENABLED=0", // the README promises a pure Go build
 		// -mod=mod: the consumer's go.mod gains what its imports need.
-		// -modcacherw: t.TempDir can remove the module cache.
-		// -trimpath: build cache entries do not depend on the temporary
-		// module cache's path, so a second run reuses the first's.
-		"GOFLAGS=-mod=mod -modcacherw -trimpath -buildvcs=false",
+		// -modcacherw: removeFromModuleCache can remove the module.
+		"GOFLAGS=-mod=mod -modcacherw -buildvcs=false",
 	)}
 }
 
@@ -713,3 +720,22 @@ func run(dir string) error {
 	return store.Close()
 }
 ` + consumerRecords
+
+// removeFromModuleCache removes the exported version of the module from the
+// module cache at modcache: its extracted tree, its downloaded files and
+// the list of the versions downloaded.
+func removeFromModuleCache(t *testing.T, modcache string) {
+	escaped, err := module.EscapePath(modulePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirs := []string{filepath.Join(modcache, filepath.FromSlash(escaped)+"@"+fetchVersion)}
+	at := filepath.Join(modcache, "cache", "download", filepath.FromSlash(escaped), "@v")
+	downloaded, _ := filepath.Glob(filepath.Join(at, fetchVersion+".*"))
+	downloaded = append(downloaded, filepath.Join(at, "list")) // the go command's list of the versions it fetched
+	for _, path := range append(dirs, downloaded...) {
+		if err := os.RemoveAll(path); err != nil {
+			t.Errorf("removing the exported module from the module cache: %v", err)
+		}
+	}
+}
