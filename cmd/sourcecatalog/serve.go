@@ -144,7 +144,9 @@ Flags (each at most once):
   --trusted-proxy-secret-file FILE
                        also require the one-line secret in FILE (16 to 1024
                        visible ASCII characters) in the header
-                       X-Sourcecatalog-Proxy-Secret, which the proxy adds
+                       X-Sourcecatalog-Proxy-Secret, which the proxy adds;
+                       required unless every --trusted-proxy address is
+                       loopback (127.0.0.0/8, ::1)
   --insecure-no-auth VESSEL
                        instead of TLS and authentication: plain HTTP, every
                        request taken as sent by VESSEL, whoever sends it;
@@ -491,69 +493,13 @@ func (f *serveFlags) credentials() (httpbinding.Authenticator, *tls.Config, stri
 	tlsConfig := httpbinding.ServerTLSConfig(cert, cas)
 	switch {
 	case cas != nil && tokens != nil:
-		return certOrToken{httpbinding.MutualTLS{ClientCAs: cas}, tokens}, tlsConfig, "mutual_tls+bearer_tokens", nil
+		return httpbinding.CertOrToken(httpbinding.MutualTLS{ClientCAs: cas}, tokens), tlsConfig, "mutual_tls+bearer_tokens", nil
 	case cas != nil:
 		return httpbinding.MutualTLS{ClientCAs: cas}, tlsConfig, "mutual_tls", nil
 	default:
 		return tokens, tlsConfig, "bearer_tokens", nil
 	}
 }
-
-// certOrToken authenticates a request by its client certificate or its
-// bearer token, whichever it presents. A request presenting both is
-// authenticated by both, which must name the same vessel.
-type certOrToken struct {
-	cert   httpbinding.MutualTLS
-	tokens *httpbinding.Tokens
-}
-
-var _ httpbinding.Challenger = certOrToken{}
-
-// Authenticate implements httpbinding.Authenticator.
-func (a certOrToken) Authenticate(r *http.Request) (finalize.Origin, error) {
-	byCert, certErr := a.cert.Authenticate(r)
-	if len(r.Header.Values("Authorization")) == 0 {
-		return byCert, certErr
-	}
-	origin, err := a.withToken(r, byCert, certErr)
-	if err != nil {
-		return finalize.Origin{}, tokenPresented{err}
-	}
-	return origin, nil
-}
-
-// withToken authenticates a request that presents a bearer token, and
-// whose certificate, if any, authenticated as byCert or failed with
-// certErr.
-func (a certOrToken) withToken(r *http.Request, byCert finalize.Origin, certErr error) (finalize.Origin, error) {
-	byToken, err := a.tokens.Authenticate(r)
-	switch {
-	case err != nil:
-		return finalize.Origin{}, err
-	case errors.Is(certErr, httpbinding.ErrNoCredentials):
-		return byToken, nil
-	case certErr != nil:
-		return finalize.Origin{}, certErr
-	case byCert.VesselID != byToken.VesselID:
-		return finalize.Origin{}, fmt.Errorf("the client certificate and the bearer token name different vessels: %w", httpbinding.ErrBadCredentials)
-	}
-	return byToken, nil
-}
-
-// Challenge implements httpbinding.Challenger: the bearer scheme's, with
-// error="invalid_token" only when a token was presented (SPEC.md §11.2).
-func (a certOrToken) Challenge(err error) string {
-	if !errors.As(err, new(tokenPresented)) {
-		err = httpbinding.ErrNoCredentials
-	}
-	return a.tokens.Challenge(err)
-}
-
-// tokenPresented marks the refusal of a request that presented a bearer
-// token.
-type tokenPresented struct{ error }
-
-func (e tokenPresented) Unwrap() error { return e.error }
 
 // newServeServer returns the server of the binding: httpbinding.NewServer
 // over TLS, or a plain HTTP server with the same bounds for

@@ -599,7 +599,7 @@ func TestCertOrToken(t *testing.T) {
 	tokens, err := httpbinding.ParseTokens(strings.NewReader(
 		httpbinding.TokenHash("vessel-token", examples.VesselID) + "\n" + httpbinding.TokenHash("other-token", other) + "\n"))
 	require.NoError(t, err)
-	auth := certOrToken{httpbinding.MutualTLS{ClientCAs: pki.Pool}, tokens}
+	auth := httpbinding.CertOrToken(httpbinding.MutualTLS{ClientCAs: pki.Pool}, tokens)
 
 	for _, tc := range []struct {
 		name  string
@@ -641,7 +641,7 @@ func TestCertOrToken(t *testing.T) {
 				if tc.token != "" {
 					challenge += `, error="invalid_token"`
 				}
-				assert.Equal(t, challenge, auth.Challenge(err))
+				assert.Equal(t, challenge, auth.(httpbinding.Challenger).Challenge(err))
 				return
 			}
 			require.NoError(t, err)
