@@ -25,9 +25,11 @@
 package prommetrics
 
 import (
+	"net/http"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/yachtmemory/sourcecatalog"
 	"github.com/yachtmemory/sourcecatalog/finalize"
 	"github.com/yachtmemory/sourcecatalog/httpbinding"
@@ -113,6 +115,21 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		return nil, err
 	}
 	return m, nil
+}
+
+// Handler serves, in the Prometheus text format, every metric of the
+// registry New was given when it is also a prometheus.Gatherer, as a
+// *prometheus.Registry and prometheus.DefaultRegisterer are; otherwise it
+// answers every request 500 with why. It is what receiver.Config's
+// Metrics serves at GET /metrics.
+func (m *Metrics) Handler() http.Handler {
+	g, ok := m.reg.(prometheus.Gatherer)
+	if !ok {
+		return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			http.Error(w, "prommetrics: the registerer is not a prometheus.Gatherer", http.StatusInternalServerError)
+		})
+	}
+	return promhttp.HandlerFor(g, promhttp.HandlerOpts{})
 }
 
 // register registers cs with reg, all or none: on a failure it
