@@ -292,6 +292,7 @@ func TestNewTrustedProxyAccepts(t *testing.T) {
 		c    httpbinding.ProxyConfig
 	}{
 		{"127.0.0.1/32 without a secret", httpbinding.ProxyConfig{Proxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}, Header: identityHeader}},
+		{"IPv4-mapped loopback without a secret", httpbinding.ProxyConfig{Proxies: []netip.Prefix{netip.MustParsePrefix("::ffff:127.0.0.1/128")}, Header: identityHeader}},
 		{"127.0.0.0/8 and ::1 without a secret", httpbinding.ProxyConfig{Proxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}, Header: identityHeader}},
 		{"10.0.0.0/24 with a secret", httpbinding.ProxyConfig{Proxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/24")}, Header: identityHeader, Secret: proxySecret}},
 		{"10.0.0.0/24 insecurely without one", httpbinding.ProxyConfig{Proxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/24")}, Header: identityHeader, InsecureNoSecret: true}},
@@ -328,7 +329,7 @@ func TestNewTrustedProxyRefuses(t *testing.T) {
 		{"a secret header alone", httpbinding.ProxyConfig{Proxies: lo, Header: identityHeader, SecretHeader: "X-Secret"}, "without a secret"},
 		{"a private prefix without a secret", httpbinding.ProxyConfig{Proxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/24")}, Header: identityHeader}, "10.0.0.0/24 is not loopback: give the proxy a Secret"},
 		{"loopback and a private prefix without a secret", httpbinding.ProxyConfig{Proxies: append(lo, netip.MustParsePrefix("fd00::/64")), Header: identityHeader}, "fd00::/64 is not loopback"},
-		{"wider than loopback", httpbinding.ProxyConfig{Proxies: []netip.Prefix{netip.MustParsePrefix("96.0.0.0/3")}, Header: identityHeader}, "is not loopback"},
+		{"a public prefix without a secret", httpbinding.ProxyConfig{Proxies: []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}, Header: identityHeader}, "192.0.2.0/24 is not loopback"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
