@@ -47,7 +47,10 @@ func TestShoreRefusesWithoutRetention(t *testing.T) {
 	cmd := shore(t)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	err := cmd.Run()
+	require.NoError(t, cmd.Start())
+	timer := time.AfterFunc(30*time.Second, func() { _ = cmd.Process.Kill() }) // it would serve
+	defer timer.Stop()
+	err := cmd.Wait()
 	var exit *exec.ExitError
 	require.ErrorAs(t, err, &exit, "stderr: %s", stderr.String())
 	assert.Equal(t, 1, exit.ExitCode())
