@@ -510,26 +510,6 @@ func TestServeMetrics(t *testing.T) {
 	assertMetric(t, scrapeMetrics(t, m), `sourcecatalog_staging_snapshots{bound="retained",`+vl+`} 4`)
 }
 
-// A staging bound 80% full is logged as a warning (SPEC.md §8.6).
-func TestServeLogUsageWarning(t *testing.T) {
-	for _, tc := range []struct {
-		used int64
-		warn bool
-	}{{0, false}, {25, false}, {26, true}, {32, true}} {
-		var b bytes.Buffer
-		l := receiver.Log{Logger: (&logFormatFlag{json: true}).logger(&b)}
-		u := &finalize.Usage{
-			IncompleteSnapshots: finalize.Gauge{Limit: 8}, IncompleteBytes: finalize.Gauge{Limit: 1 << 20},
-			RetainedSnapshots: finalize.Gauge{Used: tc.used, Limit: 32}, RetainedBytes: finalize.Gauge{Limit: 1 << 20},
-		}
-		l.Finalize(finalize.Event{Kind: finalize.EventFinalize, Vessel: examples.VesselID, Outcome: finalize.Outcome{Status: finalize.Activated}, Usage: u})
-		assert.Equal(t, tc.warn, strings.Contains(b.String(), `"msg":"staging bound filling up"`), "%d of 32: %s", tc.used, b.String())
-		if tc.warn {
-			assert.Contains(t, b.String(), fmt.Sprintf(`"retained_snapshots":"%d/32"`, tc.used))
-		}
-	}
-}
-
 // ---------------------------------------------------------------------------
 // Authentication by certificate or token
 
@@ -828,32 +808,5 @@ func TestServeStoreMetrics(t *testing.T) {
 		for _, want := range tc.want {
 			assertMetric(t, got, want)
 		}
-	}
-}
-
-// Each change of the store's health is logged, with its cause.
-func TestServeLogStore(t *testing.T) {
-	cause, attempt := errors.New("disk I/O error"), errors.New("still full")
-	for _, tc := range []struct {
-		status storeheal.Status
-		level  string
-		msg    string
-		attrs  map[string]any
-	}{
-		{storeheal.Status{State: storeheal.Poisoned, Cause: cause}, "ERROR", "store poisoned: refusing requests until it is reopened",
-			map[string]any{"state": "poisoned", "err": "disk I/O error"}},
-		{storeheal.Status{State: storeheal.Reopening, Cause: cause}, "WARN", "store reopening", map[string]any{"state": "reopening", "close_err": nil}},
-		{storeheal.Status{State: storeheal.Reopening, Cause: cause, LastErr: attempt}, "WARN", "store reopening",
-			map[string]any{"state": "reopening", "close_err": "still full"}},
-		{storeheal.Status{State: storeheal.Reopening, Cause: cause, Attempts: 2, LastErr: attempt}, "WARN", "store reopen failed",
-			map[string]any{"state": "reopening", "attempts": float64(2), "err": "still full"}},
-		{storeheal.Status{State: storeheal.Healthy, Cause: cause, Attempts: 2, Reopens: 1}, "INFO", "store reopened",
-			map[string]any{"state": "healthy", "failed_attempts": float64(2), "reopens": float64(1)}},
-	} {
-		tail := &serveLogTail{}
-		receiver.Log{Logger: (&logFormatFlag{json: true}).logger(tail)}.Store(tc.status)
-		line, ok := tail.find(tc.msg, tc.attrs)
-		require.True(t, ok, "no line %q with %v in:\n%s", tc.msg, tc.attrs, tail)
-		assert.Equal(t, tc.level, line["level"])
 	}
 }
