@@ -13,6 +13,10 @@
 //	h := httpbinding.NewHandler(recv, auth, httpbinding.WithObserver(m.ObserveBinding))
 //	rc := httpbinding.Reconciler{Receiver: recv, Observer: m.ObserveBinding}
 //	err = m.WatchStore(handle.Status) // when the store is under storeheal
+//	mux.Handle("GET /metrics", m.Handler())
+//
+// receiver.New does all of this for a *Metrics given as its Config's
+// Metrics.
 //
 // The Receiver's observer counts what happened in the store (receives,
 // Finalize outcomes and durations, staging usage, retries, the
