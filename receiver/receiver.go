@@ -227,7 +227,8 @@ func (s *Service) Admin() http.Handler { return s.admin }
 // Run runs the reconciler (httpbinding.Reconciler, SPEC.md §8.6): a pass
 // at once, then every Config.ReconcileInterval, finalizing what a crash
 // or a failed Finalize left complete, until ctx is done; it returns nil
-// then.
+// then. Serve runs it itself: call Run only when mounting Handler and
+// Admin in servers of your own.
 func (s *Service) Run(ctx context.Context) error {
 	rc := httpbinding.Reconciler{Receiver: s.recv, Interval: s.cfg.ReconcileInterval, Observer: s.binding}
 	return rc.Run(ctx)
