@@ -42,6 +42,13 @@ type ProxyConfig struct {
 	// characters.
 	Secret       string
 	SecretHeader string
+	// InsecureNoSecret lets a Proxies prefix that is not loopback
+	// (127.0.0.0/8, ::1) go without a Secret, which NewTrustedProxy
+	// refuses otherwise: without it, anything that can connect from those
+	// addresses — another container, a host on the same network — can name
+	// any vessel. Set it only where the network itself guarantees that the
+	// proxy alone connects from them.
+	InsecureNoSecret bool
 }
 
 // TrustedProxy authenticates a request by the identity a proxy in front
@@ -75,7 +82,8 @@ var _ Authenticator = (*TrustedProxy)(nil)
 // no proxy, a prefix that is invalid, of length 0 or with host bits set,
 // a header name that is not an HTTP field name or is one the binding
 // reads itself (Authorization, Content-Type, ...), the same name for both
-// headers, or a secret out of its bounds or not visible ASCII.
+// headers, a secret out of its bounds or not visible ASCII, or no secret
+// while a prefix is not loopback, unless c.InsecureNoSecret.
 func NewTrustedProxy(c ProxyConfig) (*TrustedProxy, error) {
 	if len(c.Proxies) == 0 {
 		return nil, proxyConfigError("no proxy address")
@@ -98,6 +106,11 @@ func NewTrustedProxy(c ProxyConfig) (*TrustedProxy, error) {
 	if c.Secret == "" {
 		if c.SecretHeader != "" {
 			return nil, proxyConfigError("a secret header without a secret")
+		}
+		for _, p := range c.Proxies {
+			if !loopbackPrefix(p) && !c.InsecureNoSecret {
+				return nil, proxyConfigError(fmt.Sprintf("proxy prefix %s is not loopback: give the proxy a Secret (or set InsecureNoSecret where the network alone keeps others off those addresses)", p))
+			}
 		}
 		return t, nil
 	}
@@ -146,6 +159,16 @@ func (t *TrustedProxy) Authenticate(r *http.Request) (finalize.Origin, error) {
 		return finalize.Origin{}, badCredentials("the identity header " + t.header + ": " + err.Error())
 	}
 	return finalize.Origin{VesselID: id}, nil
+}
+
+// loopbackPrefix reports whether every address of p is loopback: within
+// 127.0.0.0/8, or ::1.
+func loopbackPrefix(p netip.Prefix) bool {
+	a := p.Addr()
+	if a.Is4In6() {
+		return a.Unmap().IsLoopback() && p.Bits() >= 96+8
+	}
+	return a.IsLoopback() && (a.Is4() && p.Bits() >= 8 || p.Bits() == 128)
 }
 
 // fromProxy reports whether remote, a request's RemoteAddr, is an

@@ -284,6 +284,27 @@ func TestTrustedProxyHeader(t *testing.T) {
 	}
 }
 
+// TestNewTrustedProxyAccepts: a loopback prefix needs no secret; any
+// other needs one, or the explicit InsecureNoSecret.
+func TestNewTrustedProxyAccepts(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		c    httpbinding.ProxyConfig
+	}{
+		{"127.0.0.1/32 without a secret", httpbinding.ProxyConfig{Proxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}, Header: identityHeader}},
+		{"IPv4-mapped loopback without a secret", httpbinding.ProxyConfig{Proxies: []netip.Prefix{netip.MustParsePrefix("::ffff:127.0.0.1/128")}, Header: identityHeader}},
+		{"127.0.0.0/8 and ::1 without a secret", httpbinding.ProxyConfig{Proxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}, Header: identityHeader}},
+		{"10.0.0.0/24 with a secret", httpbinding.ProxyConfig{Proxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/24")}, Header: identityHeader, Secret: proxySecret}},
+		{"10.0.0.0/24 insecurely without one", httpbinding.ProxyConfig{Proxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/24")}, Header: identityHeader, InsecureNoSecret: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := httpbinding.NewTrustedProxy(tc.c)
+			require.NoError(t, err)
+			require.NotNil(t, p)
+		})
+	}
+}
+
 // TestNewTrustedProxyRefuses: a configuration that would trust too much or
 // cannot work is refused, naming the problem.
 func TestNewTrustedProxyRefuses(t *testing.T) {
@@ -306,6 +327,9 @@ func TestNewTrustedProxyRefuses(t *testing.T) {
 		{"a secret with a space", httpbinding.ProxyConfig{Proxies: lo, Header: identityHeader, Secret: "a secret with spaces in it"}, "visible ASCII"},
 		{"the same header twice", httpbinding.ProxyConfig{Proxies: lo, Header: identityHeader, Secret: proxySecret, SecretHeader: strings.ToLower(identityHeader)}, "must differ"},
 		{"a secret header alone", httpbinding.ProxyConfig{Proxies: lo, Header: identityHeader, SecretHeader: "X-Secret"}, "without a secret"},
+		{"a private prefix without a secret", httpbinding.ProxyConfig{Proxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/24")}, Header: identityHeader}, "10.0.0.0/24 is not loopback: give the proxy a Secret"},
+		{"loopback and a private prefix without a secret", httpbinding.ProxyConfig{Proxies: append(lo, netip.MustParsePrefix("fd00::/64")), Header: identityHeader}, "fd00::/64 is not loopback"},
+		{"a public prefix without a secret", httpbinding.ProxyConfig{Proxies: []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}, Header: identityHeader}, "192.0.2.0/24 is not loopback"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -13,6 +13,10 @@
 //	h := httpbinding.NewHandler(recv, auth, httpbinding.WithObserver(m.ObserveBinding))
 //	rc := httpbinding.Reconciler{Receiver: recv, Observer: m.ObserveBinding}
 //	err = m.WatchStore(handle.Status) // when the store is under storeheal
+//	mux.Handle("GET /metrics", m.Handler())
+//
+// receiver.New does all of this for a *Metrics given as its Config's
+// Metrics.
 //
 // The Receiver's observer counts what happened in the store (receives,
 // Finalize outcomes and durations, staging usage, retries, the
@@ -25,9 +29,11 @@
 package prommetrics
 
 import (
+	"net/http"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/yachtmemory/sourcecatalog"
 	"github.com/yachtmemory/sourcecatalog/finalize"
 	"github.com/yachtmemory/sourcecatalog/httpbinding"
@@ -119,6 +125,21 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		return nil, err
 	}
 	return m, nil
+}
+
+// Handler serves, in the Prometheus text format, every metric of the
+// registry New was given when it is also a prometheus.Gatherer, as a
+// *prometheus.Registry and prometheus.DefaultRegisterer are; otherwise it
+// answers every request 500 with why. It is what receiver.Config's
+// Metrics serves at GET /metrics.
+func (m *Metrics) Handler() http.Handler {
+	g, ok := m.reg.(prometheus.Gatherer)
+	if !ok {
+		return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			http.Error(w, "prommetrics: the registerer is not a prometheus.Gatherer", http.StatusInternalServerError)
+		})
+	}
+	return promhttp.HandlerFor(g, promhttp.HandlerOpts{})
 }
 
 // register registers cs with reg, all or none: on a failure it

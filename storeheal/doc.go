@@ -24,6 +24,10 @@
 //	defer h.Close()
 //	receiver := finalize.NewReceiver(storeheal.Receiver(h, func(s *sqlitestore.Store) finalize.Store { return s }))
 //
+// A receiver's store is simpler still as a [Source] — sqlitestore.Source
+// names a file — which [OpenReceiver] opens and probes the same way, and
+// which receiver.Config takes.
+//
 // # Healing
 //
 // A [Handle] holds one open store handle of any type, made by its

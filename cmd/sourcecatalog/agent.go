@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"github.com/yachtmemory/sourcecatalog/agent"
+	"github.com/yachtmemory/sourcecatalog/receiver"
 )
 
 var agentCommand = &command{
@@ -124,7 +125,7 @@ func runAgent(e *env, c *command, args []string) int {
 	defer stop()
 	// A long-running process: the outbox heals itself after a failure
 	// that poisons it, as serve's store does.
-	st, _, err := pf.store.openHealing(ctx, storeOptions{outbox: true}, serveLog{logger}.store)
+	st, _, err := pf.store.openHealing(ctx, storeOptions{outbox: true}, receiver.Log{Logger: logger}.Store)
 	if err != nil {
 		return c.failf(e, "opening the store: %v", err)
 	}

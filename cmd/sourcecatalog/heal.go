@@ -16,6 +16,37 @@ import (
 	"github.com/yachtmemory/sourcecatalog/storeheal"
 )
 
+// source returns the storeheal.Source of the receiver's store f names,
+// for serve: opened as open does, the MariaDB schema migrated by the
+// first open only when migrate (a reopen checks it), and reopened after
+// the failures poisoned accepts.
+func (f *storeFlag) source(migrate bool) storeheal.Source {
+	if f.kind == "sqlite" {
+		return sqlitestore.Source(f.arg)
+	}
+	name, opts := "memory", storeOptions{migrate: migrate}
+	if f.kind == "mysql" {
+		name = "mysql schema " + f.dsn.DBName
+	}
+	return storeheal.Source{
+		Name: name,
+		Open: func(ctx context.Context) (finalize.Store, io.Closer, error) {
+			st, err := f.open(ctx, opts)
+			opts.migrate = false // Open calls are sequential: the first, then the reopening goroutine's
+			if err != nil {
+				return nil, nil, err
+			}
+			return st.receiver, closerFunc(st.close), nil
+		},
+		Poisoned: f.poisoned(),
+	}
+}
+
+// closerFunc is an io.Closer.
+type closerFunc func() error
+
+func (f closerFunc) Close() error { return f() }
+
 // openHealing opens the stores f names as open does, for a command that
 // runs for long (serve), under a storeheal.Handle: when a failure poisons
 // the store — an I/O error or a full disk under SQLite, a connection lost
@@ -68,11 +99,6 @@ func probe(ctx context.Context, st *stores) error {
 	}
 	return nil
 }
-
-// closerFunc is an io.Closer.
-type closerFunc func() error
-
-func (f closerFunc) Close() error { return f() }
 
 // poisoned returns the predicate of the failures after which the store
 // f names must be reopened: sqlitestore.ErrPoisoned, or a connection lost

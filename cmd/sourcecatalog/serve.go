@@ -8,22 +8,17 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"strconv"
-	"sync"
 	"syscall"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/yachtmemory/sourcecatalog/finalize"
 	"github.com/yachtmemory/sourcecatalog/httpbinding"
-	"github.com/yachtmemory/sourcecatalog/prommetrics"
-	"github.com/yachtmemory/sourcecatalog/storeheal"
+	"github.com/yachtmemory/sourcecatalog/receiver"
 )
 
 var serveCommand = &command{
@@ -144,7 +139,9 @@ Flags (each at most once):
   --trusted-proxy-secret-file FILE
                        also require the one-line secret in FILE (16 to 1024
                        visible ASCII characters) in the header
-                       X-Sourcecatalog-Proxy-Secret, which the proxy adds
+                       X-Sourcecatalog-Proxy-Secret, which the proxy adds;
+                       required unless every --trusted-proxy address is
+                       loopback (127.0.0.0/8, ::1)
   --insecure-no-auth VESSEL
                        instead of TLS and authentication: plain HTTP, every
                        request taken as sent by VESSEL, whoever sends it;
@@ -208,13 +205,11 @@ error.
 	run: runServe,
 }
 
-// Serve's defaults and bounds.
-const (
-	defaultAdminListen = "127.0.0.1:9464"
-	shutdownTimeout    = 30 * time.Second // requests in flight finish within it
-	healthTimeout      = 5 * time.Second  // a /healthz ping of the store
-	usageWarning       = 0.8              // a staging bound this full is logged
-)
+// defaultAdminListen is --admin-listen's default.
+const defaultAdminListen = "127.0.0.1:9464"
+
+// adminPaths are the admin listener's paths, for the log.
+const adminPaths = "/healthz /metrics /vessels/{vessel}/inventory /vessels/{vessel}/history"
 
 // serveFlags are serve's command line.
 type serveFlags struct {
@@ -333,60 +328,34 @@ func (f *serveFlags) serve(ctx context.Context, stop func(), e *env, c *command)
 	if err != nil {
 		return c.failf(e, "%v", err)
 	}
-	logs := serveLog{logger}
-	st, health, err := f.store.openHealing(ctx, storeOptions{migrate: f.migrate.on}, logs.store)
+	src := f.store.source(f.migrate.on)
+	svc, err := receiver.New(ctx, receiver.Config{
+		Store: src, Retention: f.retain.r, Auth: auth, Logger: logger, Metrics: newServeMetrics(),
+		ReconcileInterval: f.interval.d, TLS: tlsConfig,
+	})
 	if err != nil {
 		return c.failf(e, "opening the store: %v", err)
 	}
 	defer func() {
-		if err := st.close(); err != nil {
-			logger.Error("closing the store", "store", st.name, "err", err)
+		if err := svc.Close(); err != nil {
+			logger.Error("closing the store", "store", src.Name, "err", err)
 			status = exitInvalid
 		}
 	}()
-	metrics := newServeMetrics()
-	if err := metrics.WatchStore(health.Status); err != nil {
-		return c.failf(e, "%v", err)
-	}
 	ln, adminLn, err := f.bind()
 	if err != nil {
 		return c.failf(e, "%v", err)
 	}
-	observeReceiver := func(ev finalize.Event) { metrics.ObserveReceiver(ev); logs.receiver(ev) }
-	observeBinding := func(ev httpbinding.Event) { metrics.ObserveBinding(ev); logs.binding(ev) }
-	recv := finalize.NewReceiver(st.receiver, append(f.retain.options(), finalize.WithObserver(observeReceiver))...)
-	errorLog := slog.NewLogLogger(logger.Handler(), slog.LevelWarn)
-	srv, err := newServeServer(httpbinding.NewHandler(recv, auth, httpbinding.WithChunkReferences(true), httpbinding.WithObserver(observeBinding)), tlsConfig, errorLog)
-	if err != nil {
-		ln.Close()
-		return c.failf(e, "%v", err)
-	}
-
-	servers, serving := []*http.Server{srv}, make(chan error, 2)
-	go func() { serving <- serveOn(srv, ln, tlsConfig != nil) }()
 	logger.Info("listening", "addr", ln.Addr().String(), "tls", tlsConfig != nil, "auth", authName,
-		"store", st.name, "retain", f.retain.String(), "reconcile_interval", f.interval.d.String())
+		"store", src.Name, "retain", f.retain.r.String(), "reconcile_interval", f.interval.d.String())
 	if f.insecure.set {
 		logger.Warn("authentication is off: every request is taken as sent by the vessel", "vessel", f.insecure.id.String())
 	}
 	if adminLn != nil {
-		admin := newAdminServer(withInventory(adminHandler(health.Status, st.ping, metrics, logger), recv, logger), errorLog)
-		servers = append(servers, admin)
-		go func() { serving <- serveOn(admin, adminLn, false) }()
 		logger.Info("admin listening", "addr", adminLn.Addr().String(), "paths", adminPaths)
 	}
-
-	reconcileCtx, stopReconciler := context.WithCancel(context.WithoutCancel(ctx))
-	var reconciling sync.WaitGroup
-	reconciling.Go(func() {
-		rc := httpbinding.Reconciler{Receiver: recv, Interval: f.interval.d, Observer: observeBinding}
-		_ = rc.Run(reconcileCtx) // failures go to the observer
-	})
-	clean := waitForStop(ctx, stop, logger, serving)
-	clean = shutdownServers(logger, servers) && clean
-	stopReconciler()
-	reconciling.Wait()
-	if !clean {
+	context.AfterFunc(ctx, stop)
+	if err := svc.Serve(ctx, ln, adminLn); err != nil {
 		return exitInvalid
 	}
 	logger.Info("stopped")
@@ -407,51 +376,6 @@ func (f *serveFlags) bind() (ln, admin net.Listener, err error) {
 		return nil, nil, fmt.Errorf("--admin-listen: %w", err)
 	}
 	return ln, admin, nil
-}
-
-// waitForStop waits until ctx is done or a server fails, and reports whether it
-// was ctx.
-func waitForStop(ctx context.Context, stop func(), logger *slog.Logger, serving <-chan error) bool {
-	select {
-	case <-ctx.Done():
-		stop()
-		logger.Info("shutting down", "cause", context.Cause(ctx).Error())
-		return true
-	case err := <-serving:
-		logger.Error("serving failed; shutting down", "err", err)
-		return false
-	}
-}
-
-// serveOn serves srv on ln until it is shut down, when it returns nil.
-func serveOn(srv *http.Server, ln net.Listener, useTLS bool) error {
-	var err error
-	if useTLS {
-		err = srv.ServeTLS(ln, "", "") // the certificate is in srv.TLSConfig
-	} else {
-		err = srv.Serve(ln)
-	}
-	if errors.Is(err, http.ErrServerClosed) {
-		return nil
-	}
-	return err
-}
-
-// shutdownServers stops the servers gracefully within shutdownTimeout, closing
-// what is left after it, and reports whether every server stopped in
-// time.
-func shutdownServers(log *slog.Logger, servers []*http.Server) bool {
-	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
-	defer cancel()
-	clean := true
-	for _, srv := range servers {
-		if err := srv.Shutdown(ctx); err != nil {
-			log.Error("requests still in flight at the shutdown bound; closing their connections", "err", err, "bound", shutdownTimeout.String())
-			srv.Close()
-			clean = false
-		}
-	}
-	return clean
 }
 
 // credentials loads the TLS configuration and the Authenticator the flags
@@ -491,7 +415,7 @@ func (f *serveFlags) credentials() (httpbinding.Authenticator, *tls.Config, stri
 	tlsConfig := httpbinding.ServerTLSConfig(cert, cas)
 	switch {
 	case cas != nil && tokens != nil:
-		return certOrToken{httpbinding.MutualTLS{ClientCAs: cas}, tokens}, tlsConfig, "mutual_tls+bearer_tokens", nil
+		return httpbinding.CertOrToken(httpbinding.MutualTLS{ClientCAs: cas}, tokens), tlsConfig, "mutual_tls+bearer_tokens", nil
 	case cas != nil:
 		return httpbinding.MutualTLS{ClientCAs: cas}, tlsConfig, "mutual_tls", nil
 	default:
@@ -499,258 +423,23 @@ func (f *serveFlags) credentials() (httpbinding.Authenticator, *tls.Config, stri
 	}
 }
 
-// certOrToken authenticates a request by its client certificate or its
-// bearer token, whichever it presents. A request presenting both is
-// authenticated by both, which must name the same vessel.
-type certOrToken struct {
-	cert   httpbinding.MutualTLS
-	tokens *httpbinding.Tokens
-}
-
-var _ httpbinding.Challenger = certOrToken{}
-
-// Authenticate implements httpbinding.Authenticator.
-func (a certOrToken) Authenticate(r *http.Request) (finalize.Origin, error) {
-	byCert, certErr := a.cert.Authenticate(r)
-	if len(r.Header.Values("Authorization")) == 0 {
-		return byCert, certErr
-	}
-	origin, err := a.withToken(r, byCert, certErr)
-	if err != nil {
-		return finalize.Origin{}, tokenPresented{err}
-	}
-	return origin, nil
-}
-
-// withToken authenticates a request that presents a bearer token, and
-// whose certificate, if any, authenticated as byCert or failed with
-// certErr.
-func (a certOrToken) withToken(r *http.Request, byCert finalize.Origin, certErr error) (finalize.Origin, error) {
-	byToken, err := a.tokens.Authenticate(r)
-	switch {
-	case err != nil:
-		return finalize.Origin{}, err
-	case errors.Is(certErr, httpbinding.ErrNoCredentials):
-		return byToken, nil
-	case certErr != nil:
-		return finalize.Origin{}, certErr
-	case byCert.VesselID != byToken.VesselID:
-		return finalize.Origin{}, fmt.Errorf("the client certificate and the bearer token name different vessels: %w", httpbinding.ErrBadCredentials)
-	}
-	return byToken, nil
-}
-
-// Challenge implements httpbinding.Challenger: the bearer scheme's, with
-// error="invalid_token" only when a token was presented (SPEC.md §11.2).
-func (a certOrToken) Challenge(err error) string {
-	if !errors.As(err, new(tokenPresented)) {
-		err = httpbinding.ErrNoCredentials
-	}
-	return a.tokens.Challenge(err)
-}
-
-// tokenPresented marks the refusal of a request that presented a bearer
-// token.
-type tokenPresented struct{ error }
-
-func (e tokenPresented) Unwrap() error { return e.error }
-
-// newServeServer returns the server of the binding: httpbinding.NewServer
-// over TLS, or a plain HTTP server with the same bounds for
-// --insecure-no-auth (tlsConfig nil).
-func newServeServer(h http.Handler, tlsConfig *tls.Config, errorLog *log.Logger) (*http.Server, error) {
-	if tlsConfig != nil {
-		return httpbinding.NewServer("", h, tlsConfig, httpbinding.Timeouts{}, errorLog)
-	}
-	return httpbinding.NewInsecureServer("", h, httpbinding.Timeouts{}, errorLog), nil
-}
-
-// newAdminServer returns the plain HTTP server of /healthz and /metrics,
-// with short bounds: its clients are a scraper and a health check.
-func newAdminServer(h http.Handler, errorLog *log.Logger) *http.Server {
-	return &http.Server{
-		Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 10 * time.Second,
-		WriteTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second,
-		MaxHeaderBytes: httpbinding.MaxHeaderBytes, ErrorLog: errorLog,
-	}
-}
-
-// adminHandler serves GET /healthz and GET /metrics; other paths are 404.
-// /healthz answers 200 "ok" when the store is healthy and ping succeeds
-// within healthTimeout, and 503 otherwise: "store poisoned" or "store
-// reopening" while the store heals (the transitions are logged by the
-// observer), "store unavailable" when the ping fails (logged here).
-func adminHandler(status func() storeheal.Status, ping func(context.Context) error, m *serveMetrics, log *slog.Logger) http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), healthTimeout)
-		defer cancel()
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.Header().Set("Cache-Control", "no-store")
-		if st := status(); st.State != storeheal.Healthy {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			io.WriteString(w, "store "+st.State.String()+"\n")
-			return
-		}
-		if err := ping(ctx); err != nil {
-			log.Warn("health check: the store does not answer", "err", err)
-			w.WriteHeader(http.StatusServiceUnavailable)
-			io.WriteString(w, "store unavailable\n")
-			return
-		}
-		io.WriteString(w, "ok\n")
-	})
-	mux.Handle("GET /metrics", m.handler())
-	return mux
-}
-
-// serveLog writes serve's log lines from the observers' events.
-type serveLog struct{ *slog.Logger }
-
-// store logs what the store's Handle reports: the store poisoned, the
-// reopening begun, each attempt that failed, and the store reopened.
-func (l serveLog) store(s storeheal.Status) {
-	state := s.State.String()
-	switch {
-	case s.State == storeheal.Poisoned:
-		l.Error("store poisoned: refusing requests until it is reopened", "state", state, "err", s.Cause)
-	case s.State == storeheal.Reopening && s.Attempts == 0 && s.LastErr != nil:
-		l.Warn("store reopening", "state", state, "close_err", s.LastErr)
-	case s.State == storeheal.Reopening && s.Attempts == 0:
-		l.Warn("store reopening", "state", state)
-	case s.State == storeheal.Reopening:
-		l.Warn("store reopen failed", "state", state, "attempts", s.Attempts, "err", s.LastErr)
-	case s.State == storeheal.Healthy:
-		l.Info("store reopened", "state", state, "failed_attempts", s.Attempts, "reopens", s.Reopens)
-	}
-}
-
-// binding logs what the Handler and the Reconciler report: every request,
-// and reconciliations that finalized something or failed. Finalize calls
-// are logged from the Receiver's events.
-func (l serveLog) binding(e httpbinding.Event) {
-	switch e.Kind {
-	case httpbinding.EventMessage:
-		attrs := appendIDs(nil, e.Vessel, e.Snapshot)
-		if e.EntityType != "" {
-			attrs = append(attrs, "entity_type", e.EntityType)
-		}
-		attrs = append(attrs, "outcome", e.Outcome, "status", e.Status, "duration", e.Duration)
-		if e.Err != nil {
-			attrs = append(attrs, "err", e.Err)
-		}
-		level := slog.LevelInfo
-		if e.Status >= 500 {
-			level = slog.LevelWarn
-		}
-		l.Log(context.Background(), level, "message", attrs...)
-	case httpbinding.EventReconcile:
-		switch {
-		case e.Err != nil && e.Vessel == uuid.Nil:
-			l.Warn("reconcile: listing the vessels failed", "err", e.Err)
-		case e.Err != nil:
-			l.Warn("reconcile failed", "vessel", e.Vessel.String(), "finalized", len(e.Outcomes), "err", e.Err)
-		case len(e.Outcomes) > 0:
-			l.Info("reconciled", "vessel", e.Vessel.String(), "finalized", len(e.Outcomes), "duration", e.Duration)
-		}
-	}
-}
-
-// receiver logs what the Receiver reports: every Finalize, every retry,
-// and a staging bound filling up.
-func (l serveLog) receiver(e finalize.Event) {
-	switch e.Kind {
-	case finalize.EventFinalize:
-		attrs := append(appendIDs(nil, e.Vessel, e.Snapshot), "outcome", prommetrics.FinalizeOutcome(e))
-		level := slog.LevelInfo
-		if e.Err == nil || e.Outcome.Status != "" {
-			attrs = append(attrs, "revision", e.Outcome.Revision, "active_revision", e.Outcome.ActiveRevision)
-		}
-		if e.Outcome.Status == finalize.Staging {
-			attrs = append(attrs, "missing_manifest", e.Outcome.MissingManifest, "missing_chunks", len(e.Outcome.MissingChunks))
-		}
-		if why := cmpErr(e.Err, e.Outcome.Err); why != nil {
-			attrs, level = append(attrs, "err", why), slog.LevelWarn
-		}
-		attrs = append(attrs, "duration", e.Duration)
-		l.Log(context.Background(), level, "finalize", attrs...)
-		if e.Outcome.Status == finalize.Superseded && e.Outcome.SupersededByActive > 0 {
-			l.Warn("snapshot superseded by the active one: while superseded_by_active grows, the vessel sends revisions below one it sent before (a lost or restored on-board store, SPEC.md §2.4)",
-				"vessel", e.Vessel.String(), "snapshot", e.Snapshot.String(), "revision", e.Outcome.Revision,
-				"active_revision", e.Outcome.ActiveRevision, "superseded_by_active", e.Outcome.SupersededByActive)
-		}
-	case finalize.EventRetry:
-		l.Warn("store retry", "op", e.Op, "vessel", e.Vessel.String())
-	}
-	if e.Usage != nil && e.Usage.Highest() >= usageWarning {
-		u := e.Usage
-		l.Warn("staging bound filling up", "vessel", e.Vessel.String(), "highest", e.Usage.Highest(),
-			"incomplete_snapshots", gaugeText(u.IncompleteSnapshots), "incomplete_bytes", gaugeText(u.IncompleteBytes),
-			"retained_snapshots", gaugeText(u.RetainedSnapshots), "retained_bytes", gaugeText(u.RetainedBytes))
-	}
-}
-
-// cmpErr returns the first error that is not nil.
-func cmpErr(errs ...error) error {
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func gaugeText(g finalize.Gauge) string { return fmt.Sprintf("%d/%d", g.Used, g.Limit) }
-
-// appendIDs appends the vessel and the snapshot, those that are known.
-func appendIDs(attrs []any, vessel, snapshot uuid.UUID) []any {
-	if vessel != uuid.Nil {
-		attrs = append(attrs, "vessel", vessel.String())
-	}
-	if snapshot != uuid.Nil {
-		attrs = append(attrs, "snapshot", snapshot.String())
-	}
-	return attrs
-}
-
 // retainFlag is --retain N|all: set once, N from 0 to the retained bound.
 type retainFlag struct {
-	set, all bool
-	n        int
+	set bool
+	r   receiver.Retention
 }
 
-func (f *retainFlag) String() string {
-	if f.all {
-		return "all"
-	}
-	return strconv.Itoa(f.n)
-}
+func (f *retainFlag) String() string { return f.r.String() }
 
 func (f *retainFlag) Set(s string) error {
 	if f.set {
 		return errTwice
 	}
-	max := finalize.DefaultLimits.RetainedSnapshots
-	n, err := strconv.Atoi(s)
-	switch {
-	case s == "all":
-		f.all = true
-	case digits(s) && err == nil && n <= max:
-		f.n = n
-	default:
-		return fmt.Errorf("must be all or a number of snapshots from 0 to %d", max)
+	if f.r.Set(s) != nil {
+		return fmt.Errorf("must be all or a number of snapshots from 0 to %d", finalize.DefaultLimits.RetainedSnapshots)
 	}
 	f.set = true
 	return nil
-}
-
-// options are the Receiver's options of the policy: WithRetention(N), or
-// none for all, which prunes nothing.
-func (f *retainFlag) options() []finalize.Option {
-	if f.all {
-		return nil
-	}
-	return []finalize.Option{finalize.WithRetention(f.n)}
 }
 
 // logFormatFlag is --log-format text|json.

@@ -42,6 +42,8 @@ func TestServeTrustedProxyUsage(t *testing.T) {
 		{"every address", []string{"--listen", "127.0.0.1:0", "--trusted-proxy", "0.0.0.0/0", "--trusted-proxy-header", "X-V"}, "--trusted-proxy: sourcecatalog: invalid value: httpbinding: trusted proxy: proxy prefix 0.0.0.0/0 trusts every address"},
 		{"host bits", []string{"--listen", "127.0.0.1:0", "--trusted-proxy", "10.0.0.1/8", "--trusted-proxy-header", "X-V"}, "--trusted-proxy: sourcecatalog: invalid value: httpbinding: trusted proxy: proxy prefix 10.0.0.1/8 has host bits set"},
 		{"Authorization as the header", []string{"--listen", "127.0.0.1:0", "--trusted-proxy", "127.0.0.1", "--trusted-proxy-header", "Authorization"}, "--trusted-proxy: sourcecatalog: invalid value: httpbinding: trusted proxy: the identity header must not be Authorization"},
+		{"a private proxy without a secret", []string{"--listen", "10.0.0.5:8080", "--trusted-proxy", "10.0.0.0/24", "--trusted-proxy-header", "X-V"}, "--trusted-proxy on addresses that are not loopback needs --trusted-proxy-secret-file FILE"},
+		{"loopback and a private proxy without a secret", []string{"--listen", "127.0.0.1:0", "--trusted-proxy", "127.0.0.1,fd00::/64", "--trusted-proxy-header", "X-V"}, "--trusted-proxy on addresses that are not loopback needs --trusted-proxy-secret-file FILE"},
 		{"twice", append([]string{"--listen", "127.0.0.1:0", "--trusted-proxy", "10.0.0.0/8"}, proxy...), "--trusted-proxy given more than once"},
 	}
 	for _, tc := range cases {
@@ -55,7 +57,7 @@ func TestServeTrustedProxyUsage(t *testing.T) {
 	}
 	for _, ok := range [][]string{
 		append([]string{"--listen", "127.0.0.1:0"}, proxy...),
-		{"--listen", "10.0.0.5:8080", "--trusted-proxy", "10.0.0.0/24,fd00::/64", "--trusted-proxy-header", "X-V"},
+		{"--listen", "10.0.0.5:8080", "--trusted-proxy", "10.0.0.0/24,fd00::/64", "--trusted-proxy-header", "X-V", "--trusted-proxy-secret-file", "s"},
 		append([]string{"--listen", ":8443", "--tls-cert", "c", "--tls-key", "k"}, proxy...),
 	} {
 		var stderr bytes.Buffer

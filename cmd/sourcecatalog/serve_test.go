@@ -27,9 +27,10 @@ import (
 	"github.com/yachtmemory/sourcecatalog/envelope"
 	"github.com/yachtmemory/sourcecatalog/examples"
 	"github.com/yachtmemory/sourcecatalog/finalize"
-	"github.com/yachtmemory/sourcecatalog/finalize/memstore"
 	"github.com/yachtmemory/sourcecatalog/httpbinding"
 	"github.com/yachtmemory/sourcecatalog/internal/testpki"
+	"github.com/yachtmemory/sourcecatalog/prommetrics"
+	"github.com/yachtmemory/sourcecatalog/receiver"
 	"github.com/yachtmemory/sourcecatalog/sqlitestore"
 	"github.com/yachtmemory/sourcecatalog/storeheal"
 )
@@ -326,7 +327,7 @@ func TestServeDefaults(t *testing.T) {
 	assert.Equal(t, httpbinding.DefaultReconcileInterval, f.interval.d)
 	assert.False(t, f.logFormat.json)
 	assert.False(t, f.migrate.on)
-	assert.Empty(t, f.retain.options(), "all prunes nothing")
+	assert.Equal(t, receiver.KeepAll(), f.retain.r, "all prunes nothing")
 }
 
 // The start-up failures that are not usage errors exit 1 before
@@ -381,35 +382,18 @@ func TestServeAddressInUse(t *testing.T) {
 	}
 }
 
-// --retain N keeps the newest N finalized snapshots after each activation;
-// --retain all prunes nothing.
-func TestRetainOptions(t *testing.T) {
-	for _, tc := range []struct {
-		value    string
-		retained int64 // after four activations
-	}{{"all", 4}, {"0", 1}, {"1", 1}, {"2", 2}, {"32", 4}} {
-		t.Run(tc.value, func(t *testing.T) {
-			var f retainFlag
-			require.NoError(t, f.Set(tc.value))
-			assert.Equal(t, tc.value, f.String())
-			ctx, origin := context.Background(), finalize.Origin{VesselID: examples.VesselID}
-			recv := finalize.NewReceiver(memstore.New(), f.options()...)
-			for rev := int64(1); rev <= 4; rev++ {
-				snap, _ := serveSnapshot(t, rev)
-				_, err := recv.ReceiveManifest(ctx, origin, snap.Manifest.Canonical())
-				require.NoError(t, err)
-				for _, c := range snap.Chunks {
-					_, err := recv.ReceiveChunk(ctx, origin, c.Canonical())
-					require.NoError(t, err)
-				}
-				out, err := recv.Finalize(ctx, examples.VesselID, snap.Manifest.SnapshotID)
-				require.NoError(t, err)
-				require.Equal(t, finalize.Activated, out.Status)
-			}
-			u, err := recv.Usage(ctx, examples.VesselID)
-			require.NoError(t, err)
-			assert.Equal(t, tc.retained, u.RetainedSnapshots.Used)
-		})
+// --retain takes all or a number of snapshots within the retained bound,
+// as receiver.Retention (whose tests prune).
+func TestRetainFlag(t *testing.T) {
+	for _, value := range []string{"all", "0", "1", "2", "32"} {
+		var f retainFlag
+		require.NoError(t, f.Set(value))
+		assert.Equal(t, value, f.String())
+		assert.ErrorIs(t, f.Set(value), errTwice)
+	}
+	for _, value := range []string{"", "33", "-1", "+1", "ALL", "1.5"} {
+		var f retainFlag
+		assert.EqualError(t, f.Set(value), "must be all or a number of snapshots from 0 to 32", "%q", value)
 	}
 }
 
@@ -417,10 +401,10 @@ func TestRetainOptions(t *testing.T) {
 // The metrics adapter
 
 // scrapeMetrics serves m's /metrics once and returns the exposition.
-func scrapeMetrics(t *testing.T, m *serveMetrics) string {
+func scrapeMetrics(t *testing.T, m *prommetrics.Metrics) string {
 	t.Helper()
 	rec := httptest.NewRecorder()
-	m.handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	require.Equal(t, http.StatusOK, rec.Code)
 	require.True(t, strings.HasPrefix(rec.Header().Get("Content-Type"), "text/plain"), rec.Header().Get("Content-Type"))
 	return rec.Body.String()
@@ -526,64 +510,6 @@ func TestServeMetrics(t *testing.T) {
 	assertMetric(t, scrapeMetrics(t, m), `sourcecatalog_staging_snapshots{bound="retained",`+vl+`} 4`)
 }
 
-// A staging bound 80% full is logged as a warning (SPEC.md §8.6).
-func TestServeLogUsageWarning(t *testing.T) {
-	for _, tc := range []struct {
-		used int64
-		warn bool
-	}{{0, false}, {25, false}, {26, true}, {32, true}} {
-		var b bytes.Buffer
-		l := serveLog{(&logFormatFlag{json: true}).logger(&b)}
-		u := &finalize.Usage{
-			IncompleteSnapshots: finalize.Gauge{Limit: 8}, IncompleteBytes: finalize.Gauge{Limit: 1 << 20},
-			RetainedSnapshots: finalize.Gauge{Used: tc.used, Limit: 32}, RetainedBytes: finalize.Gauge{Limit: 1 << 20},
-		}
-		l.receiver(finalize.Event{Kind: finalize.EventFinalize, Vessel: examples.VesselID, Outcome: finalize.Outcome{Status: finalize.Activated}, Usage: u})
-		assert.Equal(t, tc.warn, strings.Contains(b.String(), `"msg":"staging bound filling up"`), "%d of 32: %s", tc.used, b.String())
-		if tc.warn {
-			assert.Contains(t, b.String(), fmt.Sprintf(`"retained_snapshots":"%d/32"`, tc.used))
-		}
-	}
-}
-
-func TestAdminHandler(t *testing.T) {
-	var failing error
-	var logged bytes.Buffer
-	state := storeheal.Healthy
-	h := adminHandler(func() storeheal.Status { return storeheal.Status{State: state} },
-		func(context.Context) error { return failing }, newServeMetrics(), (&logFormatFlag{}).logger(&logged))
-	get := func(method, path string) *httptest.ResponseRecorder {
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequest(method, path, nil))
-		return rec
-	}
-	rec := get("GET", "/healthz")
-	assert.Equal(t, http.StatusOK, rec.Code)
-	assert.Equal(t, "ok\n", rec.Body.String())
-	assert.Equal(t, "no-store", rec.Header().Get("Cache-Control"))
-
-	failing = errors.New("database is locked")
-	rec = get("GET", "/healthz")
-	assert.Equal(t, http.StatusServiceUnavailable, rec.Code)
-	assert.Equal(t, "store unavailable\n", rec.Body.String(), "the cause stays in the log")
-	assert.Contains(t, logged.String(), "database is locked")
-
-	failing = nil
-	for _, state = range []storeheal.State{storeheal.Poisoned, storeheal.Reopening} {
-		rec = get("GET", "/healthz")
-		assert.Equal(t, http.StatusServiceUnavailable, rec.Code, "%s", state)
-		assert.Equal(t, "store "+state.String()+"\n", rec.Body.String())
-	}
-	state = storeheal.Healthy
-	assert.Equal(t, http.StatusOK, get("GET", "/healthz").Code)
-	failing = errors.New("database is locked")
-
-	assert.Equal(t, http.StatusOK, get("GET", "/metrics").Code)
-	assert.Equal(t, http.StatusServiceUnavailable, get("HEAD", "/healthz").Code, "HEAD is GET without a body")
-	assert.Equal(t, http.StatusMethodNotAllowed, get("POST", "/healthz").Code)
-	assert.Equal(t, http.StatusNotFound, get("GET", "/").Code)
-}
-
 // ---------------------------------------------------------------------------
 // Authentication by certificate or token
 
@@ -599,7 +525,7 @@ func TestCertOrToken(t *testing.T) {
 	tokens, err := httpbinding.ParseTokens(strings.NewReader(
 		httpbinding.TokenHash("vessel-token", examples.VesselID) + "\n" + httpbinding.TokenHash("other-token", other) + "\n"))
 	require.NoError(t, err)
-	auth := certOrToken{httpbinding.MutualTLS{ClientCAs: pki.Pool}, tokens}
+	auth := httpbinding.CertOrToken(httpbinding.MutualTLS{ClientCAs: pki.Pool}, tokens)
 
 	for _, tc := range []struct {
 		name  string
@@ -641,7 +567,7 @@ func TestCertOrToken(t *testing.T) {
 				if tc.token != "" {
 					challenge += `, error="invalid_token"`
 				}
-				assert.Equal(t, challenge, auth.Challenge(err))
+				assert.Equal(t, challenge, auth.(httpbinding.Challenger).Challenge(err))
 				return
 			}
 			require.NoError(t, err)
@@ -882,32 +808,5 @@ func TestServeStoreMetrics(t *testing.T) {
 		for _, want := range tc.want {
 			assertMetric(t, got, want)
 		}
-	}
-}
-
-// Each change of the store's health is logged, with its cause.
-func TestServeLogStore(t *testing.T) {
-	cause, attempt := errors.New("disk I/O error"), errors.New("still full")
-	for _, tc := range []struct {
-		status storeheal.Status
-		level  string
-		msg    string
-		attrs  map[string]any
-	}{
-		{storeheal.Status{State: storeheal.Poisoned, Cause: cause}, "ERROR", "store poisoned: refusing requests until it is reopened",
-			map[string]any{"state": "poisoned", "err": "disk I/O error"}},
-		{storeheal.Status{State: storeheal.Reopening, Cause: cause}, "WARN", "store reopening", map[string]any{"state": "reopening", "close_err": nil}},
-		{storeheal.Status{State: storeheal.Reopening, Cause: cause, LastErr: attempt}, "WARN", "store reopening",
-			map[string]any{"state": "reopening", "close_err": "still full"}},
-		{storeheal.Status{State: storeheal.Reopening, Cause: cause, Attempts: 2, LastErr: attempt}, "WARN", "store reopen failed",
-			map[string]any{"state": "reopening", "attempts": float64(2), "err": "still full"}},
-		{storeheal.Status{State: storeheal.Healthy, Cause: cause, Attempts: 2, Reopens: 1}, "INFO", "store reopened",
-			map[string]any{"state": "healthy", "failed_attempts": float64(2), "reopens": float64(1)}},
-	} {
-		tail := &serveLogTail{}
-		serveLog{(&logFormatFlag{json: true}).logger(tail)}.store(tc.status)
-		line, ok := tail.find(tc.msg, tc.attrs)
-		require.True(t, ok, "no line %q with %v in:\n%s", tc.msg, tc.attrs, tail)
-		assert.Equal(t, tc.level, line["level"])
 	}
 }

@@ -45,7 +45,17 @@ func (f *serveFlags) checkProxy() error {
 	case !f.tlsCert.set && !privateAddr(f.listen.s):
 		return errors.New("--trusted-proxy over plain HTTP needs --listen on a loopback or private address, such as 127.0.0.1:8080 or 10.0.0.5:8080 (or give --tls-cert and --tls-key)")
 	}
-	if _, err := httpbinding.NewTrustedProxy(httpbinding.ProxyConfig{Proxies: p.prefixes.list, Header: p.header.s}); err != nil {
+	// The secret is read later; a placeholder of its bounds stands for it.
+	c := httpbinding.ProxyConfig{Proxies: p.prefixes.list, Header: p.header.s}
+	if p.secretFile.set {
+		c.Secret = strings.Repeat("s", httpbinding.MinProxySecret)
+	}
+	if _, err := httpbinding.NewTrustedProxy(c); err != nil {
+		if c.InsecureNoSecret = true; !p.secretFile.set {
+			if _, insecure := httpbinding.NewTrustedProxy(c); insecure == nil {
+				return errors.New("--trusted-proxy on addresses that are not loopback needs --trusted-proxy-secret-file FILE: without the proxy's secret, anything connecting from them could name any vessel")
+			}
+		}
 		return fmt.Errorf("--trusted-proxy: %w", err)
 	}
 	return nil

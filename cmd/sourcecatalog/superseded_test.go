@@ -13,6 +13,7 @@ import (
 	"github.com/yachtmemory/sourcecatalog/examples"
 	"github.com/yachtmemory/sourcecatalog/finalize"
 	"github.com/yachtmemory/sourcecatalog/finalize/memstore"
+	"github.com/yachtmemory/sourcecatalog/receiver"
 )
 
 // TestServeSupersededByActive: serve's metric and log line for a vessel
@@ -21,8 +22,8 @@ import (
 func TestServeSupersededByActive(t *testing.T) {
 	m := newServeMetrics()
 	var logs bytes.Buffer
-	l := serveLog{slog.New(slog.NewJSONHandler(&logs, nil))}
-	r := finalize.NewReceiver(memstore.New(), finalize.WithObserver(func(e finalize.Event) { m.ObserveReceiver(e); l.receiver(e) }))
+	l := receiver.Log{Logger: slog.New(slog.NewJSONHandler(&logs, nil))}
+	r := finalize.NewReceiver(memstore.New(), finalize.WithObserver(func(e finalize.Event) { m.ObserveReceiver(e); l.Finalize(e) }))
 	gauge := `sourcecatalog_superseded_by_active{vessel="` + vesselFlag + `"} `
 	// warnings returns the superseded warnings logged since the last call.
 	warnings := func() []map[string]any {

@@ -1,0 +1,28 @@
+package sqlitestore
+
+import (
+	"context"
+	"errors"
+	"io"
+
+	"github.com/yachtmemory/sourcecatalog/finalize"
+	"github.com/yachtmemory/sourcecatalog/storeheal"
+)
+
+// Source returns the storeheal.Source of the receiver's store in the
+// file at path, opened by Open with opts: named "sqlite PATH", and
+// reopened after a failure wrapping ErrPoisoned (an I/O error, a full
+// disk, a failed commit).
+func Source(path string, opts ...Option) storeheal.Source {
+	return storeheal.Source{
+		Name: "sqlite " + path,
+		Open: func(ctx context.Context) (finalize.Store, io.Closer, error) {
+			s, err := Open(ctx, path, opts...)
+			if err != nil {
+				return nil, nil, err
+			}
+			return s, s, nil
+		},
+		Poisoned: func(err error) bool { return errors.Is(err, ErrPoisoned) },
+	}
+}

@@ -1,0 +1,58 @@
+package storeheal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/yachtmemory/sourcecatalog"
+	"github.com/yachtmemory/sourcecatalog/finalize"
+)
+
+// A Source names a receiver's store for a service that heals it: what
+// [OpenReceiver] opens, and opens again after a failure poisons it.
+// sqlitestore.Source returns the Source of a SQLite file.
+type Source struct {
+	// Name names the store in logs and errors, such as "sqlite
+	// /var/lib/catalog.db"; it must hold no password.
+	Name string
+	// Open opens the store: the finalize.Store, and the io.Closer (not
+	// nil) that closes it. It is called for the first open and for each reopen, one
+	// call at a time.
+	Open func(ctx context.Context) (finalize.Store, io.Closer, error)
+	// Poisoned reports whether an error of the store means that it must
+	// be closed and opened again, such as errors.Is(err,
+	// sqlitestore.ErrPoisoned); it must be safe for concurrent use. When
+	// nil, the store is never reopened (an in-memory store, which a
+	// reopen would empty).
+	Poisoned func(error) bool
+}
+
+// OpenReceiver opens src under a Handle, with opts: each open, the first
+// and every reopen, is followed by [ProbeReceiver], and a store that
+// cannot write is closed and the open fails, so that the Handle serves
+// only a store that can write. It returns an error wrapping
+// sourcecatalog.ErrInvalidValue for a Source without Open, and the
+// first open's or probe's error, naming src, when the store does not
+// open or cannot write.
+func OpenReceiver(ctx context.Context, src Source, opts ...Option) (*Handle[finalize.Store], error) {
+	if src.Open == nil {
+		return nil, sourcecatalog.Errorf(sourcecatalog.ErrInvalidValue, "storeheal: a Source needs Open")
+	}
+	poisoned := src.Poisoned
+	if poisoned == nil {
+		poisoned = func(error) bool { return false }
+	}
+	open := func(ctx context.Context) (finalize.Store, io.Closer, error) {
+		s, c, err := src.Open(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := ProbeReceiver(ctx, s); err != nil {
+			return nil, nil, errors.Join(fmt.Errorf("%s cannot write: %w", src.Name, err), c.Close())
+		}
+		return s, c, nil
+	}
+	return Open(ctx, open, poisoned, opts...)
+}

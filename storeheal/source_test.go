@@ -1,0 +1,71 @@
+package storeheal_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/yachtmemory/sourcecatalog"
+	"github.com/yachtmemory/sourcecatalog/finalize"
+	"github.com/yachtmemory/sourcecatalog/finalize/memstore"
+	"github.com/yachtmemory/sourcecatalog/storeheal"
+)
+
+// fullDisk is a memstore that opens but cannot write while full is set:
+// a disk that is full.
+type fullDisk struct {
+	*memstore.Store
+	full *atomic.Bool
+}
+
+var errDiskFull = errors.New("disk full")
+
+func (r fullDisk) WithVessel(ctx context.Context, v uuid.UUID, fn func(finalize.Tx) error) error {
+	if r.full.Load() {
+		return errDiskFull
+	}
+	return r.Store.WithVessel(ctx, v, fn)
+}
+
+type closeCounter struct{ closed *atomic.Int32 }
+
+func (c closeCounter) Close() error { c.closed.Add(1); return nil }
+
+// OpenReceiver probes each open with a write: a store that opens but
+// cannot write is closed and the open fails, naming the Source; a
+// Source without Open is refused; without Poisoned nothing poisons.
+func TestOpenReceiver(t *testing.T) {
+	var full atomic.Bool
+	var closed atomic.Int32
+	m := memstore.New()
+	src := storeheal.Source{
+		Name: "test store",
+		Open: func(context.Context) (finalize.Store, io.Closer, error) {
+			return fullDisk{m, &full}, closeCounter{&closed}, nil
+		},
+	}
+	full.Store(true)
+	h, err := storeheal.OpenReceiver(context.Background(), src)
+	require.ErrorIs(t, err, errDiskFull)
+	assert.ErrorContains(t, err, "test store cannot write")
+	assert.Nil(t, h)
+	assert.Equal(t, int32(1), closed.Load(), "the store that cannot write is closed")
+
+	full.Store(false)
+	h, err = storeheal.OpenReceiver(context.Background(), src, storeheal.WithBackoff(time.Millisecond, time.Millisecond))
+	require.NoError(t, err)
+	full.Store(true)
+	err = storeheal.Receiver(h, func(s finalize.Store) finalize.Store { return s }).WithVessel(context.Background(), uuid.New(), func(finalize.Tx) error { return nil })
+	require.ErrorIs(t, err, errDiskFull)
+	assert.Equal(t, storeheal.Healthy, h.Status().State, "without Poisoned nothing poisons the store")
+	require.NoError(t, h.Close())
+
+	_, err = storeheal.OpenReceiver(context.Background(), storeheal.Source{Name: "no opener"})
+	require.ErrorIs(t, err, sourcecatalog.ErrInvalidValue)
+}
