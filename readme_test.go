@@ -78,6 +78,7 @@ var readmeImports = map[string]string{
 	"mysqlstore":    "github.com/yachtmemory/sourcecatalog/mysqlstore",
 	"outbox":        "github.com/yachtmemory/sourcecatalog/outbox",
 	"prommetrics":   "github.com/yachtmemory/sourcecatalog/prommetrics",
+	"receiver":      "github.com/yachtmemory/sourcecatalog/receiver",
 	"signalk":       "github.com/yachtmemory/sourcecatalog/signalk",
 	"sqlitestore":   "github.com/yachtmemory/sourcecatalog/sqlitestore",
 	"storeheal":     "github.com/yachtmemory/sourcecatalog/storeheal",
@@ -92,9 +93,10 @@ const readmeGiven = `ctx context.Context, vessel uuid.UUID, records []*catalog.R
 
 // TestReadmeGoBlocksCompile type-checks every ```go block of README.md, so
 // that what the README shows an integrator is the API as it is. A block
-// is a function body: it may use the packages of readmeImports and the
-// variables of readmeGiven, and may start with import declarations of its
-// own. Only hard errors fail: a variable a fragment declares for the
+// is a function body, or top-level declarations when it starts with func
+// or type: it may use the packages of readmeImports (and a body the
+// variables of readmeGiven), and may start with import declarations of
+// its own. Only hard errors fail: a variable a fragment declares for the
 // reader and does not use again is not one.
 func TestReadmeGoBlocksCompile(t *testing.T) {
 	readme, err := os.ReadFile("README.md")
@@ -136,6 +138,8 @@ func TestReadmeGoBlocksCheckerFails(t *testing.T) {
 		{"x := undefinedVariable\n", true},
 		{"x, err := canonical.Transform([]byte(`{}`)) // x and err unused: fine\n", false},
 		{"import \"strings\"\n\nn := strings.Count(\"ab\", \"a\")\n", false},
+		{"func f(ctx context.Context) error { return canonical.NoSuchFunction(ctx) }\n", true},
+		{"func f() (uuid.UUID, error) { return uuid.NewRandom() }\n", false},
 	} {
 		errs := checkBlock(goBlock{line: 1, code: c.code}, imp)
 		if got := len(errs) > 0; got != c.fail {
@@ -157,10 +161,16 @@ func checkBlock(b goBlock, imp types.Importer) []error {
 	}
 	src.WriteString(")\n")
 	src.WriteString(own)
-	src.WriteString("\nfunc _(" + readmeGiven + ") {\n{\n")
+	if declarations(body) {
+		src.WriteString("\n")
+	} else {
+		src.WriteString("\nfunc _(" + readmeGiven + ") {\n{\n")
+	}
 	offset := strings.Count(src.String(), "\n") // lines before the body
 	src.WriteString(body)
-	src.WriteString("}\n}\n")
+	if !declarations(body) {
+		src.WriteString("}\n}\n")
+	}
 
 	fset := token.NewFileSet()
 	f, err := parser.ParseFile(fset, "README.md", src.String(), parser.SkipObjectResolution)
@@ -176,6 +186,13 @@ func checkBlock(b goBlock, imp types.Importer) []error {
 	}}
 	conf.Check("readme", fset, []*ast.File{f}, nil)
 	return errs
+}
+
+// declarations reports whether a block's body is top-level declarations (a
+// whole function, a type) rather than statements.
+func declarations(body string) bool {
+	first := strings.TrimLeft(body, "\n")
+	return strings.HasPrefix(first, "func ") || strings.HasPrefix(first, "type ")
 }
 
 // splitImports separates the import declarations a block starts with from

@@ -21,7 +21,7 @@ import (
 	"github.com/yachtmemory/sourcecatalog/sqlitestore"
 )
 
-// mount is README.md's "Embedding the receiver in your service", line
+// mount is README.md's "Embedding the receiver and the sender in your service", line
 // for line (TestReadmeEmbedding).
 func mount(ctx context.Context, mux, admin *http.ServeMux, path, secret string) (*receiver.Service, error) {
 	metrics, err := prommetrics.New(prometheus.NewRegistry()) // or your service's registry
@@ -87,7 +87,7 @@ func Example() {
 func TestReadmeEmbedding(t *testing.T) {
 	readme, err := os.ReadFile("../README.md")
 	require.NoError(t, err)
-	section := regexp.MustCompile("(?s)## Embedding the receiver in your service\n.*?```go\n(.*?)```").FindSubmatch(readme)
+	section := regexp.MustCompile("(?s)## Embedding the receiver and the sender in your service\n.*?```go\n(.*?)```").FindSubmatch(readme)
 	require.NotNil(t, section, "no Go block in README.md's embedding section")
 	src, err := os.ReadFile("example_test.go")
 	require.NoError(t, err)
