@@ -19,44 +19,7 @@ var buildCommand = &command{
 	name:     "build",
 	synopsis: "--vessel UUID --revision N --discovered-at TIME [--snapshot UUID] --out DIR [RECORDS_FILE]",
 	summary:  "build header.json and chunks.json from a JSON array of records",
-	help: `Build reads a JSON array of path, source and observation records, in any
-order, from RECORDS_FILE or from standard input when it is absent or "-".
-It sorts them into canonical global order, checks every record and
-integrity rule, cuts the records into chunks within the protocol limits and
-writes two files into DIR, creating DIR when it is missing:
-
-  header.json  the manifest's canonical bytes and a newline
-  chunks.json  a JSON array of the chunks in index order: "[", one chunk's
-               canonical bytes per line, separated by ",", and "]"
-
-When any record is invalid, an integrity rule is broken or a limit is
-exceeded, every problem is reported with its record index (the position in
-the input array) and nothing is written. Both files are replaced or
-neither: when header.json or chunks.json exists as anything but a regular
-file, or writing fails, the exit status is 1 and both keep their previous
-content. The files are written under temporary names and renamed into
-place, chunks.json first; the old ones are kept under backup names until
-both renames are done. A crash between the two renames can leave the new
-chunks.json beside the old header.json, a pair that does not verify;
-running build again completes it.
-
-Flags (each at most once; flags and RECORDS_FILE in any order):
-  --vessel UUID        the vessel_id: a lowercase 8-4-4-4-12 UUID, not nil
-  --revision N         the revision: digits only, no leading zero,
-                       1 to 9007199254740991 (2^53-1)
-  --discovered-at TIME discovered_at_utc, spelled exactly as the manifest
-                       spells it: RFC 3339 in UTC with "Z" and no trailing
-                       zeros in a fraction of a second, such as
-                       2026-05-01T12:00:00Z or 2026-05-01T12:00:00.25Z;
-                       offsets like +02:00 are refused. Years 0000 to
-                       9999, except 0001-01-01T00:00:00Z, which the
-                       library reserves to mean "not set"
-  --snapshot UUID      the snapshot_id: a lowercase random (version 4) UUID;
-                       a new random one when absent
-  --out DIR            the directory to write header.json and chunks.json to
-
-Input is limited to 64 MiB.
-`,
+	help: helpText("build"),
 	run: runBuild,
 }
 

@@ -10,16 +10,7 @@ var canonCommand = &command{
 	name:     "canon",
 	synopsis: "[FILE]",
 	summary:  "write the RFC 8785 canonical form of a JSON text",
-	help: `Canon reads one JSON text from FILE, or from standard input when FILE is
-absent or "-", and writes exactly its RFC 8785 canonical bytes to standard
-output, with no trailing newline.
-
-The input must be strict JSON as package canonical defines it: no duplicate
-member names, valid UTF-8 without lone surrogates, no byte-order mark, no
-trailing content, at most 64 levels of nesting, and no number whose value
-would change (1e400, 1e-400, 9007199254740993). Anything else is reported
-with its byte offset, and the exit status is 1. Input is limited to 64 MiB.
-`,
+	help: helpText("canon"),
 	run: runCanon,
 }
 

@@ -23,74 +23,7 @@ var demoCommand = &command{
 	name:     "demo",
 	synopsis: "[--seed N] [--sqlite FILE] [--mysql DSN] [--http]",
 	summary:  "run the protocol end to end over a lossy link and check the result",
-	help: `Demo runs the library's main job end to end, with no setup. On board, two
-discovery cycles of the example boat are committed to the outbox (in
-memory unless --sqlite), each in one transaction with the next revision:
-the boat as it is, then 15 minutes later with the autopilot's firmware
-updated (a source record that changes) and the anchor light circuit no
-longer selected (its path, observation and only source leave the
-selection). A publisher sends the outbox entries over a simulated link
-that loses requests, loses receipts after the receiver staged the message,
-duplicates and reorders messages, and retries until every entry is
-acknowledged. On shore a receiver stages every message, answers identical
-retries already_received, and finalizes and activates each snapshot. The
-cycles run one after the other.
-
-Demo prints a line per step and a report: what the link did, the
-receiver's answers, each snapshot's outcomes, the active revision and the
-inventory difference between the two activations. It then checks the
-final state: the second cycle's revision active with its snapshot, the
-inventory exactly as the earlier one updated by the two cycles implies
-(what left is kept, not currently observed, with its first and last
-sighting), every outbox entry delivered and none pending. The exit status
-is 0 when it is right and 1 otherwise. The same seed on the same stores
-prints the same output: for that the demo's outbox counts revisions 1, 2,
-3 with the revision floor of SPEC.md §2.4 off, which commit and a real
-outbox keep on.
-
-Stores that outlive the run carry on. A run first resumes what earlier
-runs left: it publishes the entries still pending in the outbox (those
-of a run that was killed) and reconciles the receiver, which finalizes a
-snapshot left complete but not finalized; its cycles then take the next
-two revisions (3 and 4 on a second run), and the inventory keeps its
-history (first seen at revision 1). The receiver keeps the newest 8
-finalized snapshots staged.
-
-With --http the entries travel through the HTTP binding instead of the
-simulated link: demo makes a certificate authority, a server certificate
-for 127.0.0.1 and a client certificate naming the example vessel, all in
-memory, serves the receiver over HTTPS with mutual TLS on a free loopback
-port, and puts a fault proxy in front of it. The proxy resets the
-connection after the server answered (the receipt is lost: the publisher
-sends again and the receiver answers already_received), cuts answers
-midway, and delays some; the server finalizes a snapshot on the receipt
-that completes it. The proxy decides answer after answer from the seed,
-so a seed prints the same output as long as every request reaches the
-server within the client's 10 s timeout, as it does on an idle machine.
-The report says what the proxy did; demo shuts the server down at the end.
-
-Flags (each at most once):
-  --seed N       seeds the snapshot ids and the link's losses: digits,
-                 0 to 18446744073709551615 (default 1)
-  --sqlite FILE  keeps the outbox and the receiver's state in the SQLite
-                 database FILE (created when absent), which demo holds
-                 exclusively while it runs: another process that has it
-                 open is an error. Run demo again on FILE to continue.
-  --mysql DSN    keeps the receiver's state in MariaDB or MySQL; with
-                 --sqlite too, the outbox stays in FILE (the boat) and the
-                 receiver is in MariaDB (the shore). DSN is a
-                 github.com/go-sql-driver/mysql DSN such as
-                 'user:password@tcp(127.0.0.1:3306)/'. Without a database
-                 name, demo creates a throwaway schema
-                 sourcecatalog_demo_<random> (the account needs CREATE and
-                 DROP) and drops it at the end. With one, the _v2 tables are
-                 created in that schema if missing and kept; the schema may
-                 hold state for the example vessel only from earlier runs
-                 on the same outbox (so only with --sqlite), and
-                 yachtmemory_telemetry is refused.
-  --http         publishes through the HTTP binding and a fault proxy on
-                 loopback, as above, instead of the simulated link
-`,
+	help: helpText("demo"),
 	run: runDemo,
 }
 

@@ -25,47 +25,7 @@ var discoverCommand = &command{
 	name:     "discover",
 	synopsis: "--signalk URL [--signalk-token-file FILE] [--signalk-ca FILE] [--selection lowest-ref|server] [--settle D]",
 	summary:  "print one discovery cycle of a Signal K server as records",
-	help: `Discover reads one discovery cycle from a Signal K server over its v1 REST
-API (SPEC.md §12) and prints the records of what the vessel currently
-selects as a JSON array, one record per line in canonical order: the
-input of commit, for a controller that pipes the two,
-  sourcecatalog discover --signalk http://localhost:3000 > cycle.json &&
-  sourcecatalog commit --store sqlite:boat.db --vessel "$VESSEL" cycle.json
-
-A scan is trusted only once the server has run for the settle time as
-discover has seen it (the start id of its WebSocket hello): a server's
-tree fills for tens of seconds after a start, and the v1 API says nothing
-of when it started. So discover scans, is told that the server has not
-settled, waits the settle time, and scans again — three scans at most, a
-restart during the wait or the scan making it wait again. Pass --settle 0
-only for a server known to have run long enough.
-
-Flags (each at most once):
-  --signalk URL              the Signal K server, http or https, such as
-                             http://localhost:3000
-  --signalk-token-file FILE  a file holding a bearer token for a server with
-                             security on (its first line), sent to that
-                             server only
-  --signalk-ca FILE          PEM certificates of the CAs that sign an https
-                             server's certificate (default: the system's roots)
-  --selection S              the source reported for a path that several live
-                             sources feed: lowest-ref (default: the smallest
-                             source ref, the same on every read) or server
-                             (the server's $source: only with source
-                             priorities configured for every such path)
-  --settle D                 the settle time (default 2m; 0 trusts the first
-                             scan)
-
-Output: the records, "[" and "]" on lines of their own; nothing on an
-incomplete scan. The waits are told on standard error.
-
-Exit status: 0 printed; 1 an incomplete scan (the server unreachable or
-answering other than 2xx, a body cut short or too large, a model the
-mapping cannot read, a source the tree does not list, a server that has
-not settled or restarted) or records the library refuses (more than
-25,600, a path or source breaking a record rule) — nothing to commit —,
-or a file of the flags that cannot be read; 2 usage error.
-`,
+	help: helpText("discover"),
 	run: runDiscover,
 }
 

@@ -18,16 +18,7 @@ var inspectCommand = &command{
 	name:     "inspect",
 	synopsis: "HEADER_FILE CHUNKS_FILE",
 	summary:  "summarise a snapshot: identity, records, value types, units, chunk fill",
-	help: `Inspect verifies HEADER_FILE and CHUNKS_FILE as verify does and prints a
-summary for people: the snapshot's identity; records per kind; the value
-types of the observations; the units of the paths (SI symbol, null, absent);
-the source types; and how full each chunk is against the three limits —
-records (100), canonical body bytes (16384) and bytes of the wrapped outbox
-request (32768, measured with the default wrapper) — with the minimum,
-average and maximum. When the set does not verify it reports the problems as
-verify does, and the exit status is 1. The layout of the output may change.
-
-` + readingHelp,
+	help: helpText("inspect") + readingHelp,
 	run: runInspect,
 }
 

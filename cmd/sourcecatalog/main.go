@@ -52,6 +52,7 @@
 package main
 
 import (
+	"embed"
 	"flag"
 	"fmt"
 	"io"
@@ -331,3 +332,19 @@ func readInput(e *env, operands []string) ([]byte, string, error) {
 
 // recordProblemsCap bounds the record problems build reports.
 const recordProblemsCap = catalog.MaxProblems
+
+// helpFiles are the commands' help texts, one help/NAME.txt each: the
+// details `sourcecatalog help NAME` prints after the usage line.
+//
+//go:embed help/*.txt
+var helpFiles embed.FS
+
+// helpText returns the text of help/NAME.txt. A command without one is a
+// bug in the program, caught by every test that runs it: it panics.
+func helpText(name string) string {
+	b, err := helpFiles.ReadFile("help/" + name + ".txt")
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}

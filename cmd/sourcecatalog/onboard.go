@@ -20,62 +20,7 @@ var commitCommand = &command{
 	name:     "commit",
 	synopsis: "--store sqlite:FILE|mysql:DSN --vessel UUID [--snapshot UUID] [--discovered-at TIME] [--json] RECORDS_FILE|-",
 	summary:  "commit one discovery cycle to the on-board outbox",
-	help: `Commit commits one discovery cycle to the on-board outbox (SPEC.md §7.4),
-for a controller not written in Go: it reads a JSON array of records, as
-build does, from RECORDS_FILE or from standard input for "-", and in one
-store transaction allocates the vessel's next revision, builds the
-snapshot, checks every entry against its digest and writes the manifest
-and every chunk as pending outbox entries. Publish sends them.
-
-The revision is floored by the clock (SPEC.md §2.4): it is the larger of
-one more than the outbox's last revision and the discovery time
-(--discovered-at, but never later than this computer's clock) in
-milliseconds since 1970, so that a new, emptied or restored outbox file starts
-above every revision the vessel sent before, as long as the clock has
-moved on since. A revision is therefore a number such as 1777636800000.
-
-A commit is all or nothing. Committing the same cycle again — the same
---snapshot and records that make the same document — writes nothing and
-answers the revision and entries of the first commit (the retry of a
-commit whose answer was lost); its discovery time is the first commit's.
-The same --snapshot with records that make another document is refused
-(exit 1, nothing written): start a new cycle, without --snapshot or with
-a new id. A controller that retries must therefore pass --snapshot; it
-is printed on every commit.
-
-Flags (each at most once; flags and RECORDS_FILE in any order):
-  --store STORE        the outbox: sqlite:FILE (created when absent; other
-                       processes, such as a running publish, may share it)
-                       or mysql:DSN (a github.com/go-sql-driver/mysql DSN
-                       naming a database whose schema is current; run
-                       serve --migrate once). memory is refused: nothing
-                       would outlive the command
-  --vessel UUID        the vessel_id: a lowercase 8-4-4-4-12 UUID, not nil
-  --snapshot UUID      the snapshot_id: a lowercase random (version 4) UUID;
-                       a new random one when absent
-  --discovered-at TIME discovered_at_utc, spelled as for build (RFC 3339 in
-                       UTC with "Z", such as 2026-05-01T12:00:00Z); default
-                       the time commit runs, in UTC, to the millisecond:
-                       the grain of the revision floor, so that a wiped
-                       outbox committing again within the same second
-                       still starts above the revision it sent before.
-                       Pass the time the scan ran when it matters
-  --json               print one JSON object instead of the text line
-
-Output: one line,
-  committed: vessel V snapshot S revision N: C chunks, R records, E outbox entries (P pending)
-starting "already committed:" for a retry. With --json, one object:
-  {"vessel_id": "…", "snapshot_id": "…", "revision": N,
-   "discovered_at": "TIME", "chunk_count": C, "record_count": R,
-   "document_sha256": "hex", "entries": E, "pending": P, "retried": false}
-where entries counts the manifest and the chunks, pending those not yet
-delivered, and retried is true for a retry.
-
-Exit status: 0 committed (or already committed); 1 invalid records (each
-problem reported with its record index), records that do not build, the
-snapshot id committed with another document, or a store that fails — in
-every case nothing was written; 2 usage error. Input is limited to 64 MiB.
-`,
+	help: helpText("commit"),
 	run: runCommit,
 }
 

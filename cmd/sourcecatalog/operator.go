@@ -32,21 +32,7 @@ var statusCommand = &command{
 	name:     "status",
 	synopsis: "--store memory|sqlite:FILE|mysql:DSN [--vessel UUID] [--json]",
 	summary:  "show a vessel's active snapshot, staging and usage of its bounds",
-	help: `Status shows, for the vessel --vessel names or every vessel of the store
-with a staged or an active snapshot: the active snapshot, the last outcome
-(the finalized snapshot of the highest revision), the usage of each
-staging bound, and every staged snapshot, highest revision first — those
-still staging with what they miss, the finalized ones with their outcome
-and reason — and a warning when the active snapshot superseded snapshots
-finalized after it: a vessel whose revisions went backwards, such as one
-whose on-board store was lost or restored, sends cycles that never
-activate (SPEC.md §2.4, §8.4). Usage is measured against finalize.DefaultLimits (8 snapshots
-and 64 MiB staging, 32 snapshots and 256 MiB retained): a receiver run
-with other limits fills them at another pace. A full retained bound stops
-finalizing until snapshots are pruned (see prune).
-
-Flags (each at most once):
-` + storeHelp + `  --vessel UUID  one vessel (default: every vessel the store lists)
+	help: helpText("status") + storeHelp + `  --vessel UUID  one vessel (default: every vessel the store lists)
 
 Output with --json:
   {"vessels": [{
@@ -84,16 +70,7 @@ var reconcileCommand = &command{
 	name:     "reconcile",
 	synopsis: "--store memory|sqlite:FILE|mysql:DSN [--vessel UUID] [--json]",
 	summary:  "finalize every complete staged snapshot",
-	help: `Reconcile finalizes every complete staged snapshot of the vessel --vessel
-names, or of every vessel with a snapshot still staging, highest revision
-first (SPEC.md §8.6), as serve does at start-up and on an interval: the
-recovery of a crash between a snapshot's last receipt and its activation.
-Incomplete snapshots are left staging. It applies finalize.DefaultLimits
-and no retention policy: when the retained bound is full it fails with
-staging_exhausted until snapshots are pruned.
-
-Flags (each at most once):
-` + storeHelp + `  --vessel UUID  one vessel (default: every vessel with staging work)
+	help: helpText("reconcile") + storeHelp + `  --vessel UUID  one vessel (default: every vessel with staging work)
 
 Output: a line per outcome,
   vessel V: revision N snapshot S: activated; active revision N
@@ -117,15 +94,7 @@ var discardCommand = &command{
 	name:     "discard",
 	synopsis: "--store memory|sqlite:FILE|mysql:DSN --vessel UUID --snapshot UUID [--json]",
 	summary:  "remove one staged snapshot, never the active one",
-	help: `Discard removes one staged snapshot of a vessel, in any state (staging,
-rejected, superseded, or activated and since replaced), with its chunks:
-a snapshot stuck in staging that will never complete, or one taking room
-under a staging bound. The active snapshot is refused. The inventory is
-never touched. A snapshot the store does not hold is not an error:
-nothing is discarded, and the output says so.
-
-Flags (each at most once):
-` + storeHelp + `  --vessel UUID    the vessel
+	help: helpText("discard") + storeHelp + `  --vessel UUID    the vessel
   --snapshot UUID  the snapshot to remove
 
 Output: "discarded: vessel V snapshot S (revision N, STATE)", or
@@ -146,15 +115,7 @@ var pruneCommand = &command{
 	name:     "prune",
 	synopsis: "--store memory|sqlite:FILE|mysql:DSN (--vessel UUID | --all) --keep N [--json]",
 	summary:  "remove finalized snapshots beyond the newest N",
-	help: `Prune removes a vessel's finalized snapshots (activated, superseded,
-rejected) beyond the newest N by revision, freeing the retained staging
-bound. It never removes the active snapshot, even beyond N, nor a
-snapshot still staging (see discard). The inventory is never touched.
-Pruning every vessel must be asked for with --all: without --vessel or
---all, prune refuses to run.
-
-Flags (each at most once):
-` + storeHelp + `  --vessel UUID  the vessel to prune
+	help: helpText("prune") + storeHelp + `  --vessel UUID  the vessel to prune
   --all          prune every vessel the store lists instead
   --keep N       how many finalized snapshots to keep: digits, 0 to
                  1000000 (0 keeps only the active one)

@@ -19,22 +19,7 @@ var verifyCommand = &command{
 	name:     "verify",
 	synopsis: "HEADER_FILE CHUNKS_FILE",
 	summary:  "check that a header and its chunks form a complete, valid snapshot",
-	help: `Verify decodes the manifest in HEADER_FILE and the chunks in CHUNKS_FILE and
-checks that they form exactly one complete, valid snapshot: every field in
-its domain, every chunk of the manifest's vessel, snapshot and revision, the
-index set 0..chunk_count-1, the limits, every record, the canonical order and
-integrity rules across chunks, the record count, and every payload and
-document hash.
-
-On success it prints one line to standard output:
-
-  ok: vessel V snapshot S revision N: C chunks, R records, document sha256 H
-
-Otherwise it reports every problem found, with its location, one per line on
-standard error, and the exit status is 1. A chunk that cannot be decoded is
-named by its position in the file's array, "chunks[i]".
-
-` + readingHelp,
+	help: helpText("verify") + readingHelp,
 	run: runVerify,
 }
 
