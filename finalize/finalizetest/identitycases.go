@@ -74,9 +74,9 @@ func testIdentityPointerOnly(t *testing.T, newStore NewStore) {
 }
 
 // Damaged: a set that claims the active document but whose staged bytes
-// or digests changed after they were received is verified in full and
-// rejected, the active catalog untouched; the same set undamaged then
-// activates by identity.
+// or digests changed after they were received, or whose manifest claims
+// another record count, is verified in full and rejected, the active
+// catalog untouched; the same set undamaged then activates by identity.
 func testIdentityDamaged(t *testing.T, newStore NewStore) {
 	e := newEnv(t, newStore)
 	inv := baseInventory().withSensors("sensor", 150, "m")
@@ -110,6 +110,15 @@ func testIdentityDamaged(t *testing.T, newStore NewStore) {
 		}},
 		{"manifest digest", sourcecatalog.ErrHashMismatch, func(s *finalize.Snapshot, _ []finalize.StagedChunk) {
 			s.ManifestDigest[0] ^= 1
+		}},
+		{"record count", sourcecatalog.ErrIntegrity, func(s *finalize.Snapshot, _ []finalize.StagedChunk) {
+			m, err := envelope.DecodeManifest(s.Manifest)
+			require.NoError(t, err)
+			m.RecordCount--
+			s.StagedBytes -= int64(len(s.Manifest))
+			s.Manifest = m.Canonical()
+			s.ManifestDigest, s.RecordCount = canonical.Sum(s.Manifest), m.RecordCount
+			s.StagedBytes += int64(len(s.Manifest))
 		}},
 	}
 	for i, tc := range cases {
