@@ -75,7 +75,8 @@ func testIdentityPointerOnly(t *testing.T, newStore NewStore) {
 
 // Damaged: a set that claims the active document but whose staged bytes
 // or digests changed after they were received, or whose manifest claims
-// another record count, is verified in full and rejected, the active
+// another record count or document digest than its chunks', is verified
+// in full and rejected, the active
 // catalog untouched; the same set undamaged then activates by identity.
 func testIdentityDamaged(t *testing.T, newStore NewStore) {
 	e := newEnv(t, newStore)
@@ -112,13 +113,10 @@ func testIdentityDamaged(t *testing.T, newStore NewStore) {
 			s.ManifestDigest[0] ^= 1
 		}},
 		{"record count", sourcecatalog.ErrIntegrity, func(s *finalize.Snapshot, _ []finalize.StagedChunk) {
-			m, err := envelope.DecodeManifest(s.Manifest)
-			require.NoError(t, err)
-			m.RecordCount--
-			s.StagedBytes -= int64(len(s.Manifest))
-			s.Manifest = m.Canonical()
-			s.ManifestDigest, s.RecordCount = canonical.Sum(s.Manifest), m.RecordCount
-			s.StagedBytes += int64(len(s.Manifest))
+			restage(t, s, func(m *envelope.Manifest) { m.RecordCount-- })
+		}},
+		{"document digest", sourcecatalog.ErrHashMismatch, func(s *finalize.Snapshot, _ []finalize.StagedChunk) {
+			restage(t, s, func(m *envelope.Manifest) { m.DocumentSHA256[0] ^= 1 })
 		}},
 	}
 	for i, tc := range cases {
@@ -138,6 +136,18 @@ func testIdentityDamaged(t *testing.T, newStore NewStore) {
 	e.stage(snap, chunks)
 	require.Equal(t, e.outcome(finalize.Activated, s, s), e.finalize(idOf(s)))
 	e.requireActive(a, s)
+}
+
+// restage replaces s's manifest with one changed by change, staged as
+// receiving it would have staged it.
+func restage(t *testing.T, s *finalize.Snapshot, change func(*envelope.Manifest)) {
+	m, err := envelope.DecodeManifest(s.Manifest)
+	require.NoError(t, err)
+	change(&m)
+	s.StagedBytes -= int64(len(s.Manifest))
+	s.Manifest = m.Canonical()
+	s.ManifestDigest, s.RecordCount = canonical.Sum(s.Manifest), m.RecordCount
+	s.StagedBytes += int64(len(s.Manifest))
 }
 
 // stagedOf returns what receiving every message of s stages.
