@@ -19,6 +19,7 @@ var identityCases = []testCase{
 	{"PointerOnly", testIdentityPointerOnly},
 	{"Damaged", testIdentityDamaged},
 	{"ActiveChunksOtherSet", testIdentityActiveChunksOtherSet},
+	{"StoreFailure", testIdentityStoreFailure},
 }
 
 // PointerOnly: the same document at a higher revision activates by
@@ -204,4 +205,34 @@ func chunkRecords(s *envelope.Snapshot) [][][]byte {
 		cuts = append(cuts, slices.Clone(canonicalRecords(c.Records())))
 	}
 	return cuts
+}
+
+// StoreFailure: a store failure at any operation of a Finalize that
+// verifies by identity — reading the active snapshot's chunks included —
+// is the call's error, and changes nothing; the next call activates.
+func testIdentityStoreFailure(t *testing.T, newStore NewStore) {
+	fs := NewFaultStore(newStore(t))
+	e := envOn(t, fs)
+	inv := baseInventory().withSensors("sensor", 150, "m")
+	a, b := e.build(1, inv), e.build(2, inv)
+	e.activate(a)
+	e.deliverAll(messagesOf(t, b), envelope.Staged)
+	for n := 1; ; n++ {
+		before, _ := fs.Counts()
+		fs.Inject(FailOp, before+n)
+		out, err := e.r.Finalize(e.ctx, e.vessel, idOf(b))
+		fired := fs.Fired()
+		fs.Inject(NoFault, 0)
+		if !fired {
+			require.NoError(t, err)
+			require.Equal(t, e.outcome(finalize.Activated, b, b), e.sansUsage(out))
+			require.Greater(t, n, 3, "fixture: operations failed")
+			break
+		}
+		require.ErrorIs(t, err, sourcecatalog.ErrStoreUnavailable, "operation %d", n)
+		require.ErrorIs(t, err, ErrInjected, "operation %d", n)
+		require.Zero(t, out, "operation %d", n)
+		e.requireActive(a)
+	}
+	e.requireActive(a, b)
 }
