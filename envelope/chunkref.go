@@ -123,8 +123,8 @@ func decodeChunkRef(msg *message, index int, vals [6]int) (*ChunkRef, error) {
 // sourcecatalog.ErrHashMismatch at payload_sha256, located at r's chunk,
 // and no chunk. A body with that digest is byte for byte the records the
 // sender hashed, which the receiver decoded strictly when they first
-// arrived; they are not decoded again here (Finalize decodes every staged
-// chunk, SPEC.md §8.4). Bytes of a chunk of another vessel are never
+// arrived; they are not decoded again here (Finalize verifies every staged
+// set again, SPEC.md §8.4). Bytes of a chunk of another vessel are never
 // resolved from: Resolve returns r.Unavailable() for them, whatever their
 // records, so that no answer tells one vessel what another sent.
 func (r *ChunkRef) Resolve(stored []byte) (*Chunk, error) {

@@ -169,3 +169,60 @@ func BenchmarkB4bActivation(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkIdenticalRound times Finalize for a typical boat of 1,500
+// records on memstore: the first round, which activates the snapshot, and
+// an identical round, the same document at the next revision, which is
+// verified by identity with the active snapshot (SPEC.md §8.4) and only
+// moves the active pointer (§8.5). Each of the b.N rounds runs both on a
+// fresh store; receipt is not timed. identical_x_first is the identical
+// round's wall-clock time over the first's, cpu_identical_x_first the
+// same for the process's processor time (unix only).
+func BenchmarkIdenticalRound(b *testing.B) {
+	ctx := context.Background()
+	records := examples.Scaled(1500)
+	first, identical := benchSnapshot(b, 1, records), benchSnapshot(b, 2, records)
+	origin := finalize.Origin{VesselID: benchVessel}
+	deliver := func(r *finalize.Receiver, s *envelope.Snapshot) {
+		if _, err := r.ReceiveManifest(ctx, origin, s.Manifest.Canonical()); err != nil {
+			b.Fatal(err)
+		}
+		for _, c := range s.Chunks {
+			if _, err := r.ReceiveChunk(ctx, origin, c.Canonical()); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	finalizeSpan := func(r *finalize.Receiver, s *envelope.Snapshot) bench.Span {
+		return bench.Measure(func() {
+			if out, err := r.Finalize(ctx, benchVessel, s.Manifest.SnapshotID); err != nil || out.Status != finalize.Activated {
+				b.Fatal(out.Status, err)
+			}
+		})
+	}
+	var f, i bench.Span
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		r := finalize.NewReceiver(memstore.New())
+		deliver(r, first)
+		b.StartTimer()
+		f.Add(finalizeSpan(r, first))
+		b.StopTimer()
+		deliver(r, identical)
+		b.StartTimer()
+		i.Add(finalizeSpan(r, identical))
+	}
+	reportRound(b, f, i)
+}
+
+// reportRound reports the first and identical rounds' metrics.
+func reportRound(b *testing.B, first, identical bench.Span) {
+	n := float64(b.N)
+	b.ReportMetric(float64(first.Wall.Microseconds())/1000/n, "first_ms")
+	b.ReportMetric(float64(identical.Wall.Microseconds())/1000/n, "identical_ms")
+	b.ReportMetric(float64(identical.Wall)/float64(first.Wall), "identical_x_first")
+	if first.CPU > 0 && identical.CPU >= 0 {
+		b.ReportMetric(float64(identical.CPU)/float64(first.CPU), "cpu_identical_x_first")
+	}
+}

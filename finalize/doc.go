@@ -33,7 +33,8 @@
 //	(nothing) --receive--> staging <--receive (any order, retries)
 //	                          |
 //	          Finalize or Reconcile, once the set is complete:
-//	          verify the staged bytes, decoded again
+//	          verify the staged bytes again: decoded, or by
+//	          identity with the active snapshot
 //	                          |
 //	   +----------------+-----+-----------+--------------------+
 //	   | invalid        | older than      | same revision and  | newer than

@@ -25,3 +25,14 @@ func IndexOf(snap *envelope.Snapshot) []IndexEntry {
 	}
 	return recordIndex(verified)
 }
+
+// CountDecodes counts, until restore is called, the staged sets Finalize
+// decodes in full.
+func CountDecodes() (count func() int, restore func()) {
+	n := 0
+	decodeStaged = func(manifest []byte, chunks [][]byte) (*envelope.Snapshot, error) {
+		n++
+		return envelope.DecodeStaged(manifest, chunks)
+	}
+	return func() int { return n }, func() { decodeStaged = envelope.DecodeStaged }
+}

@@ -69,7 +69,10 @@ type Outcome struct {
 }
 
 // Finalize verifies a staged snapshot and, when it is complete, valid and
-// newer than the active revision, activates it. It is idempotent and
+// newer than the active revision, activates it. It verifies the staged
+// bytes again every time: it decodes them, unless the set is the active
+// snapshot's cut the same way, which it checks by digests computed again
+// (SPEC.md §8.4); such a set activates by moving the active pointer alone. It is idempotent and
 // resumable: call it again after any failure, or from Reconcile. Calls for
 // one vessel are serialised by the Store.
 //
@@ -156,7 +159,14 @@ func (r *Receiver) finalize(ctx context.Context, tx Tx, out *Outcome) (result, e
 		out.Status = Staging
 		return nil, nil
 	}
-	snap, verr := verifyStaged(s, chunks)
+	snap, err := verifyIdentical(ctx, tx, out.VesselID, v, s, chunks)
+	if err != nil {
+		return nil, err
+	}
+	var verr error
+	if snap == nil {
+		snap, verr = verifyStaged(s, chunks)
+	}
 	if verr != nil {
 		out.Status, out.Err = Rejected, verr
 		return nil, r.finish(ctx, tx, &s, StateRejected, Rejected, verr.Error())
@@ -264,7 +274,8 @@ func missing(out *Outcome, s Snapshot, chunks []StagedChunk) bool {
 
 // verifyStaged decodes the staged bytes again and verifies the complete set;
 // the store is not trusted to have kept them intact (SPEC.md §8.4). It
-// returns the snapshot, whose chunks keep their records' entries.
+// returns the snapshot, whose chunks keep their records' entries. A set
+// identical to the active one is verified by verifyIdentical instead.
 func verifyStaged(s Snapshot, staged []StagedChunk) (*envelope.Snapshot, error) {
 	if canonical.Sum(s.Manifest) != s.ManifestDigest {
 		return nil, sourcecatalog.Errorf(sourcecatalog.ErrHashMismatch, "the staged manifest does not match its digest")
@@ -274,7 +285,7 @@ func verifyStaged(s Snapshot, staged []StagedChunk) (*envelope.Snapshot, error) 
 		raw[i] = c.Canonical
 	}
 	// Staged bytes are immutable (see Tx): they are decoded in place.
-	snap, err := envelope.DecodeStaged(s.Manifest, raw)
+	snap, err := decodeStaged(s.Manifest, raw)
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/yachtmemory/sourcecatalog/envelope"
 	"github.com/yachtmemory/sourcecatalog/examples"
 	"github.com/yachtmemory/sourcecatalog/finalize"
+	"github.com/yachtmemory/sourcecatalog/internal/bench"
 	"github.com/yachtmemory/sourcecatalog/sqlitestore"
 )
 
@@ -165,5 +166,51 @@ func BenchmarkReceipt(b *testing.B) {
 		if _, err := r.ReceiveChunk(ctx, c.origin, c.chunk); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkIdenticalRound times Finalize for a typical boat of 1,500
+// records, as finalize's benchmark of that name does on memstore: each
+// of the b.N rounds, on a fresh vessel of one file, finalizes a first
+// snapshot and then the same document at the next revision, which is
+// verified by identity with the active snapshot (SPEC.md §8.4) and only
+// moves the pointer (§8.5). Receipt is not timed. identical_x_first is
+// the identical round's wall-clock time over the first's, including the
+// commit's sync; cpu_identical_x_first the same for the process's
+// processor time (unix only).
+func BenchmarkIdenticalRound(b *testing.B) {
+	ctx := context.Background()
+	s, _ := open(b)
+	r := finalize.NewReceiver(s, finalize.WithLimits(finalize.Limits{
+		IncompleteSnapshots: 8, IncompleteBytes: 1 << 30, RetainedSnapshots: 1 << 20, RetainedBytes: 1 << 40}))
+	records := examples.Scaled(1500)
+	finalizeSpan := func(snap *envelope.Snapshot) bench.Span {
+		return bench.Measure(func() {
+			out, err := r.Finalize(ctx, snap.Manifest.VesselID, snap.Manifest.SnapshotID)
+			if err != nil || out.Status != finalize.Activated {
+				b.Fatal(out.Status, err)
+			}
+		})
+	}
+	var first, identical bench.Span
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		vessel := uuid.New()
+		s1, s2 := scaledSnapshot(b, vessel, 1, records), scaledSnapshot(b, vessel, 2, records)
+		deliver(b, r, s1)
+		b.StartTimer()
+		first.Add(finalizeSpan(s1))
+		b.StopTimer()
+		deliver(b, r, s2)
+		b.StartTimer()
+		identical.Add(finalizeSpan(s2))
+	}
+	n := float64(b.N)
+	b.ReportMetric(ms(first.Wall)/n, "first_ms")
+	b.ReportMetric(ms(identical.Wall)/n, "identical_ms")
+	b.ReportMetric(float64(identical.Wall)/float64(first.Wall), "identical_x_first")
+	if first.CPU > 0 && identical.CPU >= 0 {
+		b.ReportMetric(float64(identical.CPU)/float64(first.CPU), "cpu_identical_x_first")
 	}
 }

@@ -381,3 +381,61 @@ func TestDamagedManifest(t *testing.T) {
 		require.Equal(t, before, fs.file(dbPath), "%s wrote the file", name)
 	}
 }
+
+// TestDamagedIdenticalChunk flips one byte inside a staged chunk of a set
+// identical to the active snapshot, which Finalize verifies by identity
+// without decoding it (SPEC.md §8.4): reading it fails with ErrDamaged,
+// nothing is activated, and the same set received again whole, after the
+// damaged snapshot is discarded, activates.
+func TestDamagedIdenticalChunk(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	origin := finalize.Origin{VesselID: damageVessel}
+	w := outbox.NewWriter(outboxmem.New(), outbox.WithRevisionFloor(false))
+	records := examples.Scaled(500)
+	cycle := func(n int) []outbox.Entry {
+		c, err := w.Commit(ctx, outbox.NewCycle(damageVessel, time.Date(2026, 5, 1, 12, n, 0, 0, time.UTC), records))
+		require.NoError(t, err)
+		return c.Entries
+	}
+	receive := func(r *finalize.Receiver, entries []outbox.Entry) {
+		t.Helper()
+		for _, e := range entries {
+			fn := r.ReceiveChunk
+			if e.ChunkIndex < 0 {
+				fn = r.ReceiveManifest
+			}
+			_, err := fn(ctx, origin, e.Payload)
+			require.NoError(t, err)
+		}
+	}
+	first, same := cycle(1), cycle(2)
+	require.Greater(t, len(same), 2, "fixture: chunks")
+	fs := newMemFS()
+	defer fs.unregister()
+	s := openFS(t, fs)
+	r := receiver(s)
+	receive(r, first)
+	out, err := r.Finalize(ctx, damageVessel, first[0].SnapshotID)
+	require.NoError(t, err)
+	require.Equal(t, finalize.Activated, out.Status)
+	receive(r, same)
+	require.NoError(t, s.Close())
+	fs.set(dbPath, flip(t, fs.file(dbPath), same[2].Payload))
+
+	s = openFS(t, fs)
+	defer s.Close()
+	r = receiver(s)
+	_, err = r.Finalize(ctx, damageVessel, same[0].SnapshotID)
+	require.ErrorIs(t, err, sqlitestore.ErrDamaged)
+	require.ErrorIs(t, err, sourcecatalog.ErrStoreUnavailable)
+	c, err := r.Active(ctx, damageVessel)
+	require.NoError(t, err)
+	require.Equal(t, first[0].SnapshotID, c.SnapshotID, "nothing activated")
+
+	require.NoError(t, r.Discard(ctx, damageVessel, same[0].SnapshotID))
+	receive(r, same)
+	out, err = r.Finalize(ctx, damageVessel, same[0].SnapshotID)
+	require.NoError(t, err)
+	require.Equal(t, finalize.Activated, out.Status)
+}

@@ -81,6 +81,7 @@ var groups = []suite.Group[NewStore]{
 	{"Finalize", finalizeCases},
 	{"Revision", revisionCases},
 	{"Rejected", rejectedCases},
+	{"Identity", identityCases},
 	{"History", historyCases},
 	{"Time", timeCases},
 	{"Staging", stagingCases},
