@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 
+	"github.com/yachtmemory/sourcecatalog"
 	"github.com/yachtmemory/sourcecatalog/canonical"
 	"github.com/yachtmemory/sourcecatalog/catalog"
 )
@@ -38,24 +39,43 @@ var runBuckets = []struct{ records, run int }{{1536, 8}, {3072, 16}, {6144, 32},
 // boundaries returns the positions, in 1 to len(keys)-1 and increasing, of
 // the records that open a run under the content-defined rule (SPEC.md
 // §7.2): a record whose kind differs from the record before it, or whose
-// key hash has its first log2(expectedRun) bits zero.
+// key hash has its first log2(expectedRun) bits zero. The keys are hashed
+// on up to GOMAXPROCS goroutines.
 func boundaries(keys []catalog.Key) []int {
 	e := uint32(expectedRun(len(keys)))
 	threshold := uint32(1<<32/uint64(e) - 1) // hash < 2^32/e
-	var out []int
-	var buf []byte
-	for k := 1; k < len(keys); k++ {
-		if keys[k].Kind != keys[k-1].Kind {
-			out = append(out, k)
-			continue
+	opens := make([]bool, len(keys))
+	inParallel(len(keys), partsFor(len(keys)), func(_, lo, hi int) {
+		var buf []byte
+		for k := max(lo, 1); k < hi; k++ {
+			if keys[k].Kind != keys[k-1].Kind {
+				opens[k] = true
+				continue
+			}
+			buf = appendKeyText(buf[:0], keys[k])
+			sum := sha256.Sum256(buf)
+			opens[k] = binary.BigEndian.Uint32(sum[:4]) <= threshold
 		}
-		buf = appendKeyText(buf[:0], keys[k])
-		sum := sha256.Sum256(buf)
-		if binary.BigEndian.Uint32(sum[:4]) <= threshold {
+	})
+	var out []int
+	for k, o := range opens {
+		if o {
 			out = append(out, k)
 		}
 	}
 	return out
+}
+
+// tooManyRuns reports whether the runs that bounds make of n records need
+// more than sourcecatalog.MaxChunks chunks by the record limit alone, so
+// that the content-defined cut cannot fit and need not be tried.
+func tooManyRuns(bounds []int, n int) bool {
+	chunks, start := 0, 0
+	for _, b := range append(bounds, n) {
+		chunks += (b - start + sourcecatalog.MaxRecordsPerChunk - 1) / sourcecatalog.MaxRecordsPerChunk
+		start = b
+	}
+	return chunks > sourcecatalog.MaxChunks
 }
 
 // appendKeyText appends the key text of a record (SPEC.md §7.2): the
@@ -99,11 +119,13 @@ func (s *sortedRecords) nextBoundary(start int) int {
 // records need more than sourcecatalog.MaxChunks chunks, or one cannot
 // fit alone at the index it would get.
 func cutContentDefined(h *chunkHeader, s *sortedRecords, w Wrapper) ([]*Chunk, canonical.Digest, error) {
-	s.bounds = boundaries(s.keys)
-	chunks, doc, err := cutAndDigest(h, s, w)
-	s.bounds = nil
-	if err == nil {
-		return chunks, doc, nil
+	if bounds := boundaries(s.keys); !tooManyRuns(bounds, len(s.records)) {
+		s.bounds = bounds
+		chunks, doc, err := cutAndDigest(h, s, w)
+		s.bounds = nil
+		if err == nil {
+			return chunks, doc, nil
+		}
 	}
 	return cutAndDigest(h, s, w)
 }
