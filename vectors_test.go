@@ -1131,19 +1131,18 @@ func checkWire(t *testing.T, s *envelope.Snapshot, contentDefined bool) {
 
 // opensRun restates the content-defined rule of SPEC.md §7.2: for records
 // in canonical order, whether each opens a run — it follows a record of
-// another kind, or the first four bytes of the SHA-256 of its key text, a
-// big-endian integer, are below 2^32 over the expected run.
+// another kind, or the SHA-256 of its key text is less, bytewise, than
+// that of every other record of its kind within the window.
 func opensRun(t *testing.T, all []*catalog.Record) []bool {
-	run := uint64(128)
-	for _, b := range []struct{ records, run int }{{1536, 8}, {3072, 16}, {6144, 32}, {9216, 64}} {
+	w := 48
+	for _, b := range []struct{ records, window int }{{2048, 6}, {4096, 12}, {8192, 24}} {
 		if len(all) <= b.records {
-			run = uint64(b.run)
+			w = b.window
 			break
 		}
 	}
-	out := make([]bool, len(all))
-	for i := 1; i < len(all); i++ {
-		r := all[i]
+	digests := make([]string, len(all))
+	for i, r := range all {
 		key := []string{r.Kind().String(), r.Key().Path, r.Key().SourceRef}
 		switch r.Kind() {
 		case catalog.KindPath:
@@ -1156,7 +1155,20 @@ func opensRun(t *testing.T, all []*catalog.Record) []bool {
 		text, err := canonical.Transform(j)
 		require.NoError(t, err)
 		h := sha256.Sum256(text)
-		out[i] = r.Kind() != all[i-1].Kind() || uint64(h[0])<<24|uint64(h[1])<<16|uint64(h[2])<<8|uint64(h[3]) < (1<<32)/run
+		digests[i] = string(h[:])
+	}
+	out := make([]bool, len(all))
+	for i := 1; i < len(all); i++ {
+		out[i] = all[i].Kind() != all[i-1].Kind()
+		if out[i] {
+			continue
+		}
+		out[i] = true
+		for j := max(0, i-w); j <= min(len(all)-1, i+w); j++ {
+			if j != i && all[j].Kind() == all[i].Kind() && digests[j] <= digests[i] {
+				out[i] = false
+			}
+		}
 	}
 	return out
 }

@@ -1,8 +1,8 @@
 package envelope
 
 import (
+	"bytes"
 	"crypto/sha256"
-	"encoding/binary"
 
 	"github.com/yachtmemory/sourcecatalog"
 	"github.com/yachtmemory/sourcecatalog/canonical"
@@ -20,50 +20,69 @@ import (
 // content-defined one cannot cut the records within the limits.
 func WithContentDefinedCuts() Option { return func(c *config) { c.contentDefined = true } }
 
-// expectedRun returns the expected number of records between two hash
-// boundaries for a snapshot of n records (SPEC.md §7.2): 8 up to 1,536
-// records, 16 up to 3,072, 32 up to 6,144, 64 up to 9,216 and 128 above,
-// so that the expected chunk count stays under about 200 in every bucket.
-func expectedRun(n int) int {
-	for _, b := range runBuckets {
+// window returns the radius of the window in which a record's key digest
+// must be the least to open a run, for a snapshot of n records (SPEC.md
+// §7.2): 6 up to 2,048 records, 12 up to 4,096, 24 up to 8,192 and 48
+// above. Runs then average about 2·window+1 records, which keeps the
+// expected chunk count under about 160 in every bucket below the last.
+func window(n int) int {
+	for _, b := range windowBuckets {
 		if n <= b.records {
-			return b.run
+			return b.window
 		}
 	}
-	return 128
+	return 48
 }
 
-// runBuckets are expectedRun's buckets, in increasing order.
-var runBuckets = []struct{ records, run int }{{1536, 8}, {3072, 16}, {6144, 32}, {9216, 64}}
+// windowBuckets are window's buckets, in increasing order.
+var windowBuckets = []struct{ records, window int }{{2048, 6}, {4096, 12}, {8192, 24}}
 
 // boundaries returns the positions, in 1 to len(keys)-1 and increasing, of
 // the records that open a run under the content-defined rule (SPEC.md
 // §7.2): a record whose kind differs from the record before it, or whose
-// key hash has its first log2(expectedRun) bits zero. The keys are hashed
-// on up to GOMAXPROCS goroutines.
+// key digest is less than that of every other record of its kind within
+// window(len(keys)) positions. The keys are hashed on up to GOMAXPROCS
+// goroutines.
 func boundaries(keys []catalog.Key) []int {
-	e := uint32(expectedRun(len(keys)))
-	threshold := uint32(1<<32/uint64(e) - 1) // hash < 2^32/e
-	opens := make([]bool, len(keys))
+	digests := make([][sha256.Size]byte, len(keys))
 	inParallel(len(keys), partsFor(len(keys)), func(_, lo, hi int) {
 		var buf []byte
-		for k := max(lo, 1); k < hi; k++ {
-			if keys[k].Kind != keys[k-1].Kind {
-				opens[k] = true
-				continue
-			}
+		for k := lo; k < hi; k++ {
 			buf = appendKeyText(buf[:0], keys[k])
-			sum := sha256.Sum256(buf)
-			opens[k] = binary.BigEndian.Uint32(sum[:4]) <= threshold
+			digests[k] = sha256.Sum256(buf)
 		}
 	})
+	w := window(len(keys))
 	var out []int
-	for k, o := range opens {
-		if o {
+	first := 0 // the first record of the kind of record k
+	for k := 1; k < len(keys); k++ {
+		if keys[k].Kind != keys[k-1].Kind {
+			first = k
+			out = append(out, k)
+			continue
+		}
+		if leastInWindow(digests, keys, k, first, w) {
 			out = append(out, k)
 		}
 	}
 	return out
+}
+
+// leastInWindow reports whether digests[k] is less than the digest of every
+// other record of its kind within w positions, the first of that kind
+// being at first.
+func leastInWindow(digests [][sha256.Size]byte, keys []catalog.Key, k, first, w int) bool {
+	for j := k - 1; j >= max(first, k-w); j-- {
+		if bytes.Compare(digests[j][:], digests[k][:]) <= 0 {
+			return false
+		}
+	}
+	for j := k + 1; j <= k+w && j < len(keys) && keys[j].Kind == keys[k].Kind; j++ {
+		if bytes.Compare(digests[j][:], digests[k][:]) <= 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // tooManyRuns reports whether the runs that bounds make of n records need

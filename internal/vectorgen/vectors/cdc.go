@@ -36,42 +36,29 @@ func buildOptions(fields []field) []envelope.Option {
 	return nil
 }
 
-// expectedRun and opensRun restate the rule of SPEC.md §7.2 for records
-// written by hand here: run is the expected run for the snapshot's record
-// count, keyText the record's key text.
-func expectedRun(records int) uint64 {
-	switch {
-	case records <= 1536:
-		return 8
-	case records <= 3072:
-		return 16
-	case records <= 6144:
-		return 32
-	case records <= 9216:
-		return 64
-	}
-	return 128
-}
-
-func hashOpens(keyText string, records int) bool {
-	s := sha256.Sum256([]byte(keyText))
-	return uint64(binary.BigEndian.Uint32(s[:4])) < (1<<32)/expectedRun(records)
-}
-
-// quietPaths returns n path names, fmt.Sprintf(format, i) for increasing i,
-// such that neither the path record nor its observation from source opens
-// a run by its hash in a snapshot of the given record count: runs of them
-// end only at a kind boundary or a limit.
-func quietPaths(format, source string, n, records int) []string {
+// quietPaths returns n path names, fmt.Sprintf(format, i) for increasing
+// i, in canonical order, whose key digests (SPEC.md §7.2) increase from one
+// to the next, both as path records and as observations from source. In a
+// run of them no record but the first has the least digest of its window,
+// so that only a kind boundary or a limit cuts them: the k-th name is the
+// next whose two digests, as fractions of 2^64 read from their first eight
+// bytes, both fall in [k/n, (k+1)/n).
+func quietPaths(format, source string, n int) []string {
 	var out []string
+	band := func(key string) uint64 {
+		s := sha256.Sum256([]byte(key))
+		return binary.BigEndian.Uint64(s[:8]) / (^uint64(0)/uint64(n) + 1)
+	}
 	for i := 0; len(out) < n; i++ {
 		p := fmt.Sprintf(format, i)
-		if hashOpens(`["path",`+quote(p)+`]`, records) || hashOpens(`["observation",`+quote(p)+`,`+quote(source)+`]`, records) {
-			continue
+		k := uint64(len(out))
+		if band(`["path",`+quote(p)+`]`) == k && band(`["observation",`+quote(p)+`,`+quote(source)+`]`) == k {
+			out = append(out, p)
 		}
-		out = append(out, p)
 	}
-	slices.Sort(out)
+	if !slices.IsSorted(out) {
+		panic("quietPaths: the format does not sort as its numbers do")
+	}
 	return out
 }
 
@@ -108,7 +95,7 @@ func sharesChunks(base []string, changed int) func(*envelope.Snapshot) error {
 }
 
 // hashCut checks that some chunk of a content-defined build ends where
-// neither a kind boundary nor a limit ends it: a cut the hash made.
+// neither a kind boundary nor a limit ends it: a cut a key digest made.
 func hashCut(s *envelope.Snapshot) error {
 	for i, c := range s.Chunks[:len(s.Chunks)-1] {
 		next := s.Chunks[i+1].Records()[0]
@@ -141,24 +128,24 @@ func contentDefinedVectors() ([]vector, error) {
 	// cuts the paths, and the observations, at 100.
 	var limited []string
 	var obs []string
-	for _, p := range quietPaths("sensors.q%04d.temperature", "n2k.00", 101, 203) {
+	for _, p := range quietPaths("sensors.q%07d.temperature", "n2k.00", 101) {
 		limited = append(limited, `{"kind":"path","path":`+quote(p)+`,"unit":"K"}`)
 		obs = append(obs, `{"kind":"observation","path":`+quote(p)+`,"source_ref":"n2k.00","value_type":"number"}`)
 	}
 	limited = append(append(limited, `{"kind":"source","label":"n2k","source_ref":"n2k.00","type":"NMEA2000"}`), obs...)
 
 	var big [][2]string
-	for i, p := range quietPaths("environment.inside.zone%d.temperature", "n2k.1", 6, 13) {
+	for i, p := range quietPaths("environment.inside.zone%03d.temperature", "n2k.1", 6) {
 		big = append(big, [2]string{p, fmt.Sprintf(`{"description":"Temperature sensor %d","notes":"%s"}`, i, strings.Repeat("lorem ipsum dolor sit amet ", 110))})
 	}
 	var escaped [][2]string
-	for _, p := range quietPaths("w.%d", `s"\`, 10, 21) {
+	for _, p := range quietPaths("w.%05d", `s"\`, 10) {
 		escaped = append(escaped, [2]string{p, `{"e":"` + strings.Repeat(`\\\"`, 500) + `"}`})
 	}
 
 	return []vector{
 		okCDC("content-defined-small", small).
-			note("43 records, an expected run of 8: the kinds and the key hashes cut the chunks, far below every limit").
+			note("43 records, a window of 6: the kinds and the key digests cut the chunks, far below every limit").
 			checked(hashCut),
 		okCDC("content-defined-unit-changed", changed).
 			note("content-defined-small with the unit of sensors.s007.temperature changed from K to Cel:",
@@ -173,7 +160,7 @@ func contentDefinedVectors() ([]vector, error) {
 				"only the chunks beside the two records change").
 			checked(sharesChunks(small, 4)),
 		okCDC("content-defined-record-limit", limited).
-			note("203 records whose key hashes open no run: the kinds and the 100-record limit cut them").
+			note("203 records whose key digests increase along each kind: the kinds and the 100-record limit cut them").
 			checked(func(s *envelope.Snapshot) error {
 				if got := chunkRecords(s); got != "100,1,1,100,1" {
 					return fmt.Errorf("chunk-records %s", got)
@@ -181,9 +168,9 @@ func contentDefinedVectors() ([]vector, error) {
 				return nil
 			}),
 		okCDC("content-defined-body-limit", withObservations(big, "n2k.1", "number")).
-			note("paths with large meta whose key hashes open no run: the 16,384-byte body limit cuts the paths"),
+			note("paths with large meta whose key digests increase: the 16,384-byte body limit cuts the paths"),
 		okCDC("content-defined-wrapper-limit", withObservations(escaped, `s"\`, "string")).
-			note("escape-heavy meta whose key hashes open no run: DefaultWrapper's request limit cuts the paths"),
+			note("escape-heavy meta whose key digests increase: DefaultWrapper's request limit cuts the paths"),
 		okCDC("content-defined-empty", nil).
 			note("an empty snapshot is one chunk with no records, under either rule"),
 		failB("content-defined-record-too-large", []string{
