@@ -22,7 +22,8 @@ func init() {
 	specSections["7.2"] = append(specSections["7.2"],
 		"build/content-defined-small", "build/content-defined-unit-changed", "build/content-defined-path-added",
 		"build/content-defined-path-removed", "build/content-defined-record-limit", "build/content-defined-body-limit",
-		"build/content-defined-wrapper-limit", "build/content-defined-empty", "build/content-defined-record-too-large")
+		"build/content-defined-wrapper-limit", "build/content-defined-empty", "build/content-defined-record-too-large",
+		"build/content-defined-window-within-kind")
 }
 
 // buildOptions returns the envelope.Build options a build vector's header
@@ -60,6 +61,51 @@ func quietPaths(format, source string, n int) []string {
 		panic("quietPaths: the format does not sort as its numbers do")
 	}
 	return out
+}
+
+// kindEdges returns a catalog of 8 paths, 3 sources and 8 observations,
+// in canonical order, whose windows (SPEC.md §7.2, W = 6) tell the kinds
+// apart: the last path has the least key digest of the paths in its window
+// but not of the sources after it, and the second observation the least of
+// the observations but not of the records just before it. A window that
+// took in records of another kind would open a run at neither.
+func kindEdges() []string {
+	digest := func(key string) string {
+		s := sha256.Sum256([]byte(key))
+		return string(s[:])
+	}
+	for t := 0; ; t++ {
+		var paths, sources []string
+		var pd, sd []string
+		for i := range 8 {
+			p := fmt.Sprintf("sensors.t%d.p%d", t, i)
+			paths = append(paths, p)
+			pd = append(pd, digest(`["path",`+quote(p)+`]`))
+		}
+		for i := range 3 {
+			src := fmt.Sprintf("n2k.t%d.s%d", t, i)
+			sources = append(sources, src)
+			sd = append(sd, digest(`["source",`+quote(src)+`]`))
+		}
+		var od []string
+		for i, p := range paths {
+			od = append(od, digest(`["observation",`+quote(p)+`,`+quote(sources[i%3])+`]`))
+		}
+		lastLeast := slices.Min(pd[1:7]) > pd[7] && slices.Min(sd) < pd[7]
+		secondLeast := od[1] < od[0] && slices.Min(od[2:]) > od[1] && min(slices.Min(sd), pd[7], pd[6]) < od[1]
+		if !lastLeast || !secondLeast {
+			continue
+		}
+		var out, obs []string
+		for i, p := range paths {
+			out = append(out, `{"kind":"path","path":`+quote(p)+`,"unit":"K"}`)
+			obs = append(obs, `{"kind":"observation","path":`+quote(p)+`,"source_ref":`+quote(sources[i%3])+`,"value_type":"number"}`)
+		}
+		for _, src := range sources {
+			out = append(out, `{"kind":"source","source_ref":`+quote(src)+`}`)
+		}
+		return append(out, obs...)
+	}
 }
 
 func okCDC(name string, records []string) vector {
@@ -179,6 +225,9 @@ func contentDefinedVectors() ([]vector, error) {
 			`{"kind":"path","path":"big","meta":{"text":"` + strings.Repeat("x", 16400) + `"}}`,
 		}, "record-too-large", "record=2").withInput("cut", cutContentDefined).
 			note("the content-defined rule falls back to the greedy rule, and fails only as it fails"),
+		okCDC("content-defined-window-within-kind", kindEdges()).
+			note("the last path and the second observation each have the least key digest of their kind within 6 positions,",
+				"but not of every record within 6 positions: a window holds the records of one kind only"),
 	}, nil
 }
 
