@@ -334,6 +334,20 @@ func TestContentDefinedFallsBack(t *testing.T) {
 		meta := metaJSON(strings.Repeat("z", 9000))
 		same(t, makeCatalog(t, 257, 1, func(int) string { return meta }))
 	})
+	t.Run("limits push the content-defined cut past 256 chunks", func(t *testing.T) {
+		// Paths of about 5.4 KB, three to a body: the greedy rule fills
+		// 255 chunks, while every run of paths ends in a chunk of fewer.
+		meta := metaJSON(strings.Repeat("z", 5300))
+		recs := makeCatalog(t, 740, 1, func(int) string { return meta })
+		s := sortForBuild(recs)
+		s.bounds = boundaries(s.keys)
+		require.False(t, tooManyRuns(s.bounds, len(recs)), "the runs alone must fit, for the cut to be tried")
+		_, _, err := cutAndDigest(newChunkHeader(testVessel, testSnapshot, 7), &s, DefaultWrapper{})
+		requireOne(t, err, at(sourcecatalog.ErrLimitExceeded, sourcecatalog.NoIndex, sourcecatalog.NoIndex, ""))
+		g := mustBuild(t, input(recs))
+		require.LessOrEqual(t, len(g.Chunks), sourcecatalog.MaxChunks)
+		same(t, recs)
+	})
 	t.Run("a record too large", func(t *testing.T) {
 		meta := metaJSON(strings.Repeat("z", 17000))
 		same(t, makeCatalog(t, 3, 1, func(i int) string { return map[bool]string{true: meta}[i == 1] }))
