@@ -133,7 +133,7 @@ var headerKeys = map[string]bool{
 	"api": false, "spec": false, "expect": false, "error": false, "detail": false, "offset": false,
 	"where": true, "comment": true,
 	"vessel": false, "snapshot": false, "revision": false, "discovered-at": false,
-	"truncated": false, "pagination-uncertain": false,
+	"truncated": false, "pagination-uncertain": false, "cut": false,
 	"canonical-hex": false, "canonical-sha256": false, "record-count": false, "chunk-count": false,
 	"chunk-records": false, "payload-sha256": false, "document-sha256": false,
 	"manifest-sha256": false, "chunks-sha256": false,
@@ -274,6 +274,12 @@ func (g *golden) interpret(h map[string]string) error {
 				return fmt.Errorf("a build vector needs %s", k)
 			}
 			g.fields[k] = v
+		}
+		if v, ok := take("cut"); ok {
+			if v != "greedy" && v != "content-defined" {
+				return fmt.Errorf("cut must be greedy or content-defined, not %q", v)
+			}
+			g.fields["cut"] = v
 		}
 		for _, k := range buildFlags {
 			if v, ok := take(k); ok {
@@ -714,14 +720,19 @@ func runRecords(t *testing.T, g *golden) {
 
 func runBuild(t *testing.T, g *golden) {
 	in := buildInput(t, g)
-	s, err := envelope.Build(in)
+	var opts []envelope.Option
+	contentDefined := g.fields["cut"] == "content-defined"
+	if contentDefined {
+		opts = append(opts, envelope.WithContentDefinedCuts())
+	}
+	s, err := envelope.Build(in, opts...)
 	if !g.ok {
 		checkError(t, g, err)
 		return
 	}
 	require.NoError(t, err)
 	checkSnapshotOutputs(t, g, s)
-	checkWire(t, s)
+	checkWire(t, s, contentDefined)
 
 	// The manifest says what the header said.
 	assert.Equal(t, in.VesselID, s.Manifest.VesselID)
@@ -735,7 +746,7 @@ func runBuild(t *testing.T, g *golden) {
 		rev[i], rev[j] = rev[j], rev[i]
 	}
 	in.Records = rev
-	again, err := envelope.Build(in)
+	again, err := envelope.Build(in, opts...)
 	require.NoError(t, err)
 	assert.Equal(t, s.Manifest.Canonical(), again.Manifest.Canonical())
 	require.Len(t, again.Chunks, len(s.Chunks))
@@ -814,7 +825,7 @@ func runSnapshot(t *testing.T, g *golden) {
 	require.NoError(t, rawErr)
 	checkSnapshotOutputs(t, g, s)
 	checkSnapshotOutputs(t, g, rawS)
-	checkWire(t, s)
+	checkWire(t, s, false)
 }
 
 func runReceipt(t *testing.T, g *golden) {
@@ -1063,11 +1074,20 @@ func checkSnapshotOutputs(t *testing.T, g *golden, s *envelope.Snapshot) {
 
 // checkWire recomputes, without the library's encoders, what a complete
 // snapshot must be: the wire format of manifest and chunks, the hashes, the
-// canonical global order, the limits, and that the greedy chunker closed
-// each chunk only when the next record would have broken a limit.
-func checkWire(t *testing.T, s *envelope.Snapshot) {
+// canonical global order, the limits, and that the chunker closed each
+// chunk only when the next record would have broken a limit or, under the
+// content-defined rule (SPEC.md §7.2), opens a run.
+func checkWire(t *testing.T, s *envelope.Snapshot, contentDefined bool) {
 	t.Helper()
 	var all []*catalog.Record
+	for _, c := range s.Chunks {
+		all = append(all, c.Records()...)
+	}
+	var opens []bool
+	if contentDefined {
+		opens = opensRun(t, all)
+	}
+	at := 0
 	w := envelope.DefaultWrapper{}
 	for i, c := range s.Chunks {
 		recs := c.Records()
@@ -1089,9 +1109,14 @@ func checkWire(t *testing.T, s *envelope.Snapshot) {
 			full := len(recs) == sourcecatalog.MaxRecordsPerChunk ||
 				len(body(grown)) > sourcecatalog.MaxChunkBody ||
 				len(w.Wrap(nil, sourcecatalog.ChunkEntityType, key, []byte(chunkText(c, grown)))) > sourcecatalog.MaxRequest
-			assert.True(t, full, "chunk %d was closed although the next record fits", i)
+			assert.True(t, full || contentDefined && opens[at+len(recs)], "chunk %d was closed although the next record fits", i)
 		}
-		all = append(all, recs...)
+		for k := range recs {
+			if contentDefined && k > 0 {
+				assert.False(t, opens[at+k], "chunk %d holds record %d, which opens a run", i, k)
+			}
+		}
+		at += len(recs)
 	}
 	for i := 1; i < len(all); i++ {
 		assert.Negative(t, compareRecords(all[i-1], all[i]), "records %d and %d are not in canonical global order", i-1, i)
@@ -1102,6 +1127,50 @@ func checkWire(t *testing.T, s *envelope.Snapshot) {
 	assert.Equal(t, len(s.Chunks), m.ChunkCount)
 	assert.Equal(t, manifestText(m), string(m.Canonical()), "manifest wire format")
 	assert.LessOrEqual(t, len(w.Wrap(nil, sourcecatalog.ManifestEntityType, envelope.ManifestKey(m.SnapshotID), m.Canonical())), sourcecatalog.MaxRequest)
+}
+
+// opensRun restates the content-defined rule of SPEC.md §7.2: for records
+// in canonical order, whether each opens a run — it follows a record of
+// another kind, or the SHA-256 of its key text is less, bytewise, than
+// that of every other record of its kind within the window.
+func opensRun(t *testing.T, all []*catalog.Record) []bool {
+	w := 48
+	for _, b := range []struct{ records, window int }{{2048, 6}, {4096, 12}, {8192, 24}} {
+		if len(all) <= b.records {
+			w = b.window
+			break
+		}
+	}
+	digests := make([]string, len(all))
+	for i, r := range all {
+		key := []string{r.Kind().String(), r.Key().Path, r.Key().SourceRef}
+		switch r.Kind() {
+		case catalog.KindPath:
+			key = key[:2]
+		case catalog.KindSource:
+			key = []string{key[0], key[2]}
+		}
+		j, err := json.Marshal(key)
+		require.NoError(t, err)
+		text, err := canonical.Transform(j)
+		require.NoError(t, err)
+		h := sha256.Sum256(text)
+		digests[i] = string(h[:])
+	}
+	out := make([]bool, len(all))
+	for i := 1; i < len(all); i++ {
+		out[i] = all[i].Kind() != all[i-1].Kind()
+		if out[i] {
+			continue
+		}
+		out[i] = true
+		for j := max(0, i-w); j <= min(len(all)-1, i+w); j++ {
+			if j != i && all[j].Kind() == all[i].Kind() && digests[j] <= digests[i] {
+				out[i] = false
+			}
+		}
+	}
+	return out
 }
 
 // compareRecords is the canonical global order written out again: paths by

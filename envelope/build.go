@@ -36,7 +36,8 @@ type Input struct {
 type Option func(*config)
 
 type config struct {
-	wrapper Wrapper
+	wrapper        Wrapper
+	contentDefined bool
 }
 
 // WithWrapper makes Build measure outbox requests with w instead of
@@ -84,7 +85,11 @@ func Build(in Input, opts ...Option) (*Snapshot, error) {
 	checked := make(chan error, 1)
 	go func() { checked <- s.check() }()
 	h := newChunkHeader(m.VesselID, m.SnapshotID, m.Revision)
-	chunks, doc, err := cutAndDigest(h, &s, cfg.wrapper)
+	cut := cutAndDigest
+	if cfg.contentDefined {
+		cut = cutContentDefined
+	}
+	chunks, doc, err := cut(h, &s, cfg.wrapper)
 	checkErr := <-checked
 	s.release()
 	if err := checkErr; err != nil {
@@ -126,9 +131,10 @@ func joinErrors(errs []error) error {
 }
 
 // cutFrom is the greedy chunker: each chunk takes records in order until
-// one more would exceed a limit. For contiguous runs, greedy packing yields
-// the fewest chunks. It goes on after chunks, the chunks it cuts from the
-// first records; with none, it cuts them all.
+// one more would exceed a limit, or would cross the next of s.bounds. For
+// contiguous runs, greedy packing yields the fewest chunks. It goes on
+// after chunks, the chunks it cuts from the first records; with none, it
+// cuts them all.
 func cutFrom(h *chunkHeader, s *sortedRecords, w Wrapper, chunks []*Chunk) ([]*Chunk, error) {
 	records := s.records
 	start := 0
@@ -139,7 +145,7 @@ func cutFrom(h *chunkHeader, s *sortedRecords, w Wrapper, chunks []*Chunk) ([]*C
 		if len(chunks) == sourcecatalog.MaxChunks {
 			return nil, sourcecatalog.Errorf(sourcecatalog.ErrLimitExceeded, "the records need more than 256 chunks")
 		}
-		end, _ := bodyFit(s.canon, start)
+		end, _ := bodyFit(s.canon, start, s.nextBoundary(start))
 		if end == start && start < len(records) {
 			return nil, tooLarge(start, "canonical body")
 		}
@@ -172,13 +178,13 @@ func cutFrom(h *chunkHeader, s *sortedRecords, w Wrapper, chunks []*Chunk) ([]*C
 	return chunks, nil
 }
 
-// bodyFit returns the end of the longest run from start that respects the
-// record and body limits, given the records' canonical bytes, and the
-// length of that run's canonical body.
-func bodyFit(canon [][]byte, start int) (end, body int) {
+// bodyFit returns the end of the longest run from start, up to stop, that
+// respects the record and body limits, given the records' canonical bytes,
+// and the length of that run's canonical body.
+func bodyFit(canon [][]byte, start, stop int) (end, body int) {
 	size := len(bodyOpen) + len(bodyClose)
 	end = start
-	for end < len(canon) && end-start < sourcecatalog.MaxRecordsPerChunk {
+	for end < stop && end-start < sourcecatalog.MaxRecordsPerChunk {
 		add := len(canon[end])
 		if end > start {
 			add++ // comma

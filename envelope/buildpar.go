@@ -23,7 +23,7 @@ import (
 // there on, cutFrom continues sequentially. The result, like any error, is
 // therefore the sequential one, whatever the scheduling.
 func cutAndDigest(h *chunkHeader, s *sortedRecords, w Wrapper) ([]*Chunk, canonical.Digest, error) {
-	spans := plan(s.canon)
+	spans := plan(s)
 	b := newChunkBuild(h, s, spans, w)
 	b.run()
 	chunks := b.fitting()
@@ -43,13 +43,15 @@ func cutAndDigest(h *chunkHeader, s *sortedRecords, w Wrapper) ([]*Chunk, canoni
 type span struct{ start, end, body int }
 
 // plan returns the chunks the greedy chunker cuts when every wrapped
-// request fits: each takes records while the record and body limits allow.
+// request fits: each takes records while the record and body limits allow,
+// up to the next of s.bounds.
 // It stops where the chunker would fail for a limit of its own (the chunk
 // count, a record too large for a body) and leaves that to cutFrom.
-func plan(canon [][]byte) []span {
-	spans := make([]span, 0, len(canon)/sourcecatalog.MaxRecordsPerChunk+1)
+func plan(s *sortedRecords) []span {
+	canon := s.canon
+	spans := make([]span, 0, len(canon)/sourcecatalog.MaxRecordsPerChunk+len(s.bounds)+1)
 	for start := 0; start < len(canon) || len(spans) == 0; {
-		end, body := bodyFit(canon, start)
+		end, body := bodyFit(canon, start, s.nextBoundary(start))
 		if len(spans) == sourcecatalog.MaxChunks || end == start && start < len(canon) {
 			break
 		}

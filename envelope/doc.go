@@ -3,7 +3,8 @@
 // (SPEC.md §6 and §7.2–§7.3).
 //
 // [Build] orders, checks and cuts validated records into chunks with a
-// greedy chunker and computes the hashes. [DecodeManifest] and
+// greedy chunker, or where the records' keys say with
+// [WithContentDefinedCuts], and computes the hashes. [DecodeManifest] and
 // [DecodeChunk] are strict decoders for received messages, and [Verify]
 // checks a complete set in any chunk order, reporting every problem with its
 // location.
@@ -19,7 +20,8 @@
 //
 // # Limits
 //
-// A chunk closes before adding a record would exceed
+// Under either rule of SPEC.md §7.2, a chunk closes before adding a record
+// would exceed
 // sourcecatalog.MaxRecordsPerChunk records, sourcecatalog.MaxChunkBody body
 // bytes, or sourcecatalog.MaxRequest bytes of the complete outbox request
 // as measured by the [Wrapper]. The wrapper is pluggable because

@@ -25,6 +25,10 @@ type sortedRecords struct {
 	// keys[k] is the key of records[k]: one contiguous array the
 	// integrity check reads instead of the records.
 	keys []catalog.Key
+	// bounds, when not empty, are the positions of the records that open
+	// a run under the content-defined rule (boundaries): no chunk spans
+	// one. With none, the chunks are cut greedily over all the records.
+	bounds []int
 
 	// canon and keys belong to scratch until release.
 	scratch *buildScratch

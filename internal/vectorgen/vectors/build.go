@@ -132,6 +132,10 @@ func buildInput(fields []field, payload []byte) (envelope.Input, error) {
 			in.Truncated = f.value == "true"
 		case "pagination-uncertain":
 			in.PaginationUncertain = f.value == "true"
+		case "cut":
+			if f.value != cutContentDefined && f.value != "greedy" {
+				err = fmt.Errorf("unknown cut %q", f.value)
+			}
 		default:
 			err = fmt.Errorf("unknown build input %q", f.key)
 		}
@@ -148,7 +152,7 @@ func buildVector(v vector) (*envelope.Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := envelope.Build(in)
+	s, err := envelope.Build(in, buildOptions(v.input)...)
 	if err != nil {
 		return nil, fmt.Errorf("the library rejects a valid vector: %w", err)
 	}

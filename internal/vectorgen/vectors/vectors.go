@@ -122,6 +122,7 @@ func Files() (map[string][]byte, error) {
 		{firstDeclaration, declarationVectors},
 		{firstChunkRef, chunkRefVectors}, {firstResolve, resolveVectors}, {firstRefusal, refRefusalVectors},
 		{firstSignalKSettled, signalkSettledVectors},
+		{firstContentDefined, contentDefinedVectors},
 	}
 	var all []vector
 	var numbers []int
