@@ -129,7 +129,7 @@ func (r *Retention) Set(s string) error {
 	return nil
 }
 
-func checkKeep(n int) error {
+func checkKeep(n int) *sourcecatalog.Error {
 	if max := finalize.DefaultLimits.RetainedSnapshots; n < 0 || n > max {
 		return sourcecatalog.Errorf(sourcecatalog.ErrInvalidValue, fmt.Sprintf("receiver: Keep(%d): a vessel keeps from 0 to %d finalized snapshots", n, max))
 	}
@@ -142,12 +142,12 @@ func (r Retention) options() ([]finalize.Option, error) {
 	case !r.set:
 		return nil, sourcecatalog.Errorf(sourcecatalog.ErrInvalidValue, fmt.Sprintf(
 			"receiver: no retention: choose Keep(n), the finalized snapshots each vessel keeps (0 to %d), or KeepAll(), under which a vessel stops activating once %d are kept",
-			finalize.DefaultLimits.RetainedSnapshots, finalize.DefaultLimits.RetainedSnapshots))
+			finalize.DefaultLimits.RetainedSnapshots, finalize.DefaultLimits.RetainedSnapshots)).AtField("Retention")
 	case r.all:
 		return nil, nil
 	}
 	if err := checkKeep(r.n); err != nil {
-		return nil, err
+		return nil, err.AtField("Retention")
 	}
 	return []finalize.Option{finalize.WithRetention(r.n)}, nil
 }
@@ -165,9 +165,10 @@ type Service struct {
 }
 
 // New checks cfg, opens its store and wires the receiver. It returns an
-// error wrapping sourcecatalog.ErrInvalidValue, having opened nothing,
-// when Retention is the zero value or out of range, Auth is nil or Store
-// has no Open; and the store's error when the store does not open, or
+// error wrapping sourcecatalog.ErrInvalidValue, located at the Config
+// field at fault (sourcecatalog.Error.Field), having opened nothing, when
+// Retention is the zero value or out of range, Auth is nil or Store has
+// no Open; and the store's error when the store does not open, or
 // storeheal.OpenReceiver's when it cannot write. The caller must Close the Service.
 func New(ctx context.Context, cfg Config) (*Service, error) {
 	retain, err := cfg.Retention.options()
@@ -175,9 +176,9 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	case err != nil:
 		return nil, err
 	case cfg.Auth == nil:
-		return nil, sourcecatalog.Errorf(sourcecatalog.ErrInvalidValue, "receiver: no Auth: every request must be authenticated (httpbinding.MutualTLS, LoadTokens, CertOrToken or NewTrustedProxy)")
+		return nil, sourcecatalog.Errorf(sourcecatalog.ErrInvalidValue, "receiver: no Auth: every request must be authenticated (httpbinding.MutualTLS, LoadTokens, CertOrToken or NewTrustedProxy)").AtField("Auth")
 	case cfg.Store.Open == nil:
-		return nil, sourcecatalog.Errorf(sourcecatalog.ErrInvalidValue, "receiver: no Store: name one, such as sqlitestore.Source(path)")
+		return nil, sourcecatalog.Errorf(sourcecatalog.ErrInvalidValue, "receiver: no Store: name one, such as sqlitestore.Source(path)").AtField("Store")
 	}
 	s := &Service{cfg: cfg, log: Log{cfg.Logger}}
 	if s.log.Logger == nil {

@@ -157,15 +157,16 @@ func get(t *testing.T, url string) (int, string) {
 func TestNewRefuses(t *testing.T) {
 	auth := httpbinding.InsecureNoAuth(examples.VesselID)
 	for _, tc := range []struct {
-		name string
-		cfg  receiver.Config
-		want string
+		name  string
+		cfg   receiver.Config
+		want  string
+		field string // the Config field the error names
 	}{
-		{"no retention", receiver.Config{Auth: auth}, "receiver: no retention: choose Keep(n)"},
-		{"Keep(-1)", receiver.Config{Retention: receiver.Keep(-1), Auth: auth}, "Keep(-1)"},
-		{"Keep(33)", receiver.Config{Retention: receiver.Keep(33), Auth: auth}, "Keep(33)"},
-		{"no Auth", receiver.Config{Retention: receiver.KeepAll()}, "receiver: no Auth"},
-		{"no Store", receiver.Config{Retention: receiver.Keep(4), Auth: auth, Store: storeheal.Source{Name: "none"}}, "receiver: no Store"},
+		{"no retention", receiver.Config{Auth: auth}, "receiver: no retention: choose Keep(n)", "Retention"},
+		{"Keep(-1)", receiver.Config{Retention: receiver.Keep(-1), Auth: auth}, "Keep(-1)", "Retention"},
+		{"Keep(33)", receiver.Config{Retention: receiver.Keep(33), Auth: auth}, "Keep(33)", "Retention"},
+		{"no Auth", receiver.Config{Retention: receiver.KeepAll()}, "receiver: no Auth", "Auth"},
+		{"no Store", receiver.Config{Retention: receiver.Keep(4), Auth: auth, Store: storeheal.Source{Name: "none"}}, "receiver: no Store", "Store"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFaulty()
@@ -175,6 +176,10 @@ func TestNewRefuses(t *testing.T) {
 			svc, err := receiver.New(context.Background(), tc.cfg)
 			require.ErrorIs(t, err, sourcecatalog.ErrInvalidValue)
 			assert.ErrorContains(t, err, tc.want)
+			var located *sourcecatalog.Error
+			if assert.ErrorAs(t, err, &located) {
+				assert.Equal(t, tc.field, located.Field)
+			}
 			assert.Nil(t, svc)
 			assert.Zero(t, f.opens.Load(), "New opened the store")
 		})
@@ -392,4 +397,33 @@ func TestRunAndServe(t *testing.T) {
 	assert.Equal(t, "ok\n", body)
 	cancel()
 	require.NoError(t, <-done)
+}
+
+// TestServeClosesItsListeners: Serve returns only after every server it
+// started has returned, so its listeners are closed by then (whatever the
+// scheduling: the loop makes a missed wait show), and it refuses a nil
+// listener for the message route.
+func TestServeClosesItsListeners(t *testing.T) {
+	svc, _, _, _ := start(t, newFaulty().source(), receiver.KeepAll(), nil)
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	for range 20 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		adminLn, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		require.NoError(t, svc.Serve(done, ln, adminLn))
+		for _, l := range []net.Listener{ln, adminLn} {
+			if c, err := net.Dial("tcp", l.Addr().String()); err == nil {
+				c.Close()
+				t.Fatalf("Serve returned with %s still listening", l.Addr())
+			}
+		}
+	}
+	adminLn, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	err = svc.Serve(context.Background(), nil, adminLn)
+	require.ErrorIs(t, err, sourcecatalog.ErrInvalidValue)
+	_, err = net.Dial("tcp", adminLn.Addr().String())
+	require.Error(t, err, "the admin listener is closed")
 }

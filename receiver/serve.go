@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/yachtmemory/sourcecatalog"
 	"github.com/yachtmemory/sourcecatalog/httpbinding"
 )
 
@@ -25,7 +26,13 @@ const shutdownTimeout = 30 * time.Second
 // shutdownTimeout (closing what is left after it), and stops the
 // reconciler. It returns nil after a clean stop on ctx, and otherwise
 // the failure. It closes ln and admin; the store stays open until Close.
+//
+// A nil ln is an error wrapping sourcecatalog.ErrInvalidValue (admin is
+// closed then too).
 func (s *Service) Serve(ctx context.Context, ln, admin net.Listener) error {
+	if ln == nil {
+		return errors.Join(sourcecatalog.Errorf(sourcecatalog.ErrInvalidValue, "receiver: Serve needs a listener for the message route").AtField("ln"), closeIf(admin))
+	}
 	log := s.log.Logger
 	errorLog := slog.NewLogLogger(log.Handler(), slog.LevelWarn)
 	var srv *http.Server
@@ -52,14 +59,21 @@ func (s *Service) Serve(ctx context.Context, ln, admin net.Listener) error {
 	var reconciling sync.WaitGroup
 	reconciling.Go(func() { _ = s.Run(reconcileCtx) }) // failures go to the observer
 	var failed error
+	running := len(servers)
 	select {
 	case <-ctx.Done():
 		log.Info("shutting down", "cause", context.Cause(ctx).Error())
 	case failed = <-serving:
+		running--
 		log.Error("serving failed; shutting down", "err", failed)
 	}
 	if err := shutdown(log, servers); err != nil {
 		failed = errors.Join(failed, err)
+	}
+	for ; running > 0; running-- { // every server has returned, its listener closed
+		if err := <-serving; err != nil {
+			failed = errors.Join(failed, err)
+		}
 	}
 	stopReconciler()
 	reconciling.Wait()

@@ -35,7 +35,8 @@ type Source struct {
 // only a store that can write. It returns an error wrapping
 // sourcecatalog.ErrInvalidValue for a Source without Open, and the
 // first open's or probe's error, naming src, when the store does not
-// open or cannot write.
+// open or cannot write: of the class the store gave it, or, naming src,
+// sourcecatalog.ErrStoreUnavailable when it gave none.
 func OpenReceiver(ctx context.Context, src Source, opts ...Option) (*Handle[finalize.Store], error) {
 	if src.Open == nil {
 		return nil, sourcecatalog.Errorf(sourcecatalog.ErrInvalidValue, "storeheal: a Source needs Open")
@@ -47,12 +48,25 @@ func OpenReceiver(ctx context.Context, src Source, opts ...Option) (*Handle[fina
 	open := func(ctx context.Context) (finalize.Store, io.Closer, error) {
 		s, c, err := src.Open(ctx)
 		if err != nil {
-			return nil, nil, err
+			if sourcecatalog.Class(err) != nil {
+				return nil, nil, err
+			}
+			return nil, nil, sourcecatalog.Wrap(sourcecatalog.ErrStoreUnavailable, fmt.Errorf("%s does not open: %w", src.Name, err))
 		}
 		if err := ProbeReceiver(ctx, s); err != nil {
-			return nil, nil, errors.Join(fmt.Errorf("%s cannot write: %w", src.Name, err), c.Close())
+			return nil, nil, classed(errors.Join(fmt.Errorf("%s cannot write: %w", src.Name, err), c.Close()))
 		}
 		return s, c, nil
 	}
 	return Open(ctx, open, poisoned, opts...)
+}
+
+// classed returns err as it is when it wraps a class of sourcecatalog, and
+// otherwise wrapped as sourcecatalog.ErrStoreUnavailable: a store that
+// does not open cannot serve.
+func classed(err error) error {
+	if sourcecatalog.Class(err) != nil {
+		return err
+	}
+	return sourcecatalog.Wrap(sourcecatalog.ErrStoreUnavailable, err)
 }

@@ -53,6 +53,7 @@ func TestOpenReceiver(t *testing.T) {
 	full.Store(true)
 	h, err := storeheal.OpenReceiver(context.Background(), src)
 	require.ErrorIs(t, err, errDiskFull)
+	assert.ErrorIs(t, err, sourcecatalog.ErrStoreUnavailable, "an error of no class is classed")
 	assert.ErrorContains(t, err, "test store cannot write")
 	assert.Nil(t, h)
 	assert.Equal(t, int32(1), closed.Load(), "the store that cannot write is closed")
@@ -68,4 +69,17 @@ func TestOpenReceiver(t *testing.T) {
 
 	_, err = storeheal.OpenReceiver(context.Background(), storeheal.Source{Name: "no opener"})
 	require.ErrorIs(t, err, sourcecatalog.ErrInvalidValue)
+
+	refused := errors.New("connection refused")
+	_, err = storeheal.OpenReceiver(context.Background(), storeheal.Source{Name: "the test store", Open: func(context.Context) (finalize.Store, io.Closer, error) {
+		return nil, nil, refused
+	}})
+	require.ErrorIs(t, err, refused)
+	assert.Equal(t, sourcecatalog.ErrStoreUnavailable, sourcecatalog.Class(err), "an open error of no class is classed")
+	assert.ErrorContains(t, err, "the test store does not open")
+	invalid := sourcecatalog.Errorf(sourcecatalog.ErrInvalidValue, "not a database")
+	_, err = storeheal.OpenReceiver(context.Background(), storeheal.Source{Name: "x", Open: func(context.Context) (finalize.Store, io.Closer, error) {
+		return nil, nil, invalid
+	}})
+	assert.Equal(t, sourcecatalog.ErrInvalidValue, sourcecatalog.Class(err), "an open error's own class is kept")
 }
