@@ -18,8 +18,8 @@ var agentCommand = &command{
 		"--store sqlite:FILE|mysql:DSN --vessel UUID --url URL [--ca FILE] [--cert FILE --key FILE | --token-file FILE] " +
 		"[--receiver-v2[=auto|off]] [--timeout D] [--interval D] [--log-format text|json]",
 	summary: "run the on-board loop: discover, commit, publish, every interval",
-	help: helpText("agent"),
-	run: runAgent,
+	help:    helpText("agent"),
+	run:     runAgent,
 }
 
 func runAgent(e *env, c *command, args []string) int {

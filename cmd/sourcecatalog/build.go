@@ -19,8 +19,8 @@ var buildCommand = &command{
 	name:     "build",
 	synopsis: "--vessel UUID --revision N --discovered-at TIME [--snapshot UUID] --out DIR [RECORDS_FILE]",
 	summary:  "build header.json and chunks.json from a JSON array of records",
-	help: helpText("build"),
-	run: runBuild,
+	help:     helpText("build"),
+	run:      runBuild,
 }
 
 func runBuild(e *env, c *command, args []string) int {

@@ -10,8 +10,8 @@ var canonCommand = &command{
 	name:     "canon",
 	synopsis: "[FILE]",
 	summary:  "write the RFC 8785 canonical form of a JSON text",
-	help: helpText("canon"),
-	run: runCanon,
+	help:     helpText("canon"),
+	run:      runCanon,
 }
 
 func runCanon(e *env, c *command, args []string) int {

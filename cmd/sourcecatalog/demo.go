@@ -23,8 +23,8 @@ var demoCommand = &command{
 	name:     "demo",
 	synopsis: "[--seed N] [--sqlite FILE] [--mysql DSN] [--http]",
 	summary:  "run the protocol end to end over a lossy link and check the result",
-	help: helpText("demo"),
-	run: runDemo,
+	help:     helpText("demo"),
+	run:      runDemo,
 }
 
 func runDemo(e *env, c *command, args []string) (status int) {

@@ -25,8 +25,8 @@ var discoverCommand = &command{
 	name:     "discover",
 	synopsis: "--signalk URL [--signalk-token-file FILE] [--signalk-ca FILE] [--selection lowest-ref|server] [--settle D]",
 	summary:  "print one discovery cycle of a Signal K server as records",
-	help: helpText("discover"),
-	run: runDiscover,
+	help:     helpText("discover"),
+	run:      runDiscover,
 }
 
 // signalkFlags are the flags of the Signal K server, which discover and

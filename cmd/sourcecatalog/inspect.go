@@ -18,8 +18,8 @@ var inspectCommand = &command{
 	name:     "inspect",
 	synopsis: "HEADER_FILE CHUNKS_FILE",
 	summary:  "summarise a snapshot: identity, records, value types, units, chunk fill",
-	help: helpText("inspect") + readingHelp,
-	run: runInspect,
+	help:     helpText("inspect") + readingHelp,
+	run:      runInspect,
 }
 
 func runInspect(e *env, c *command, args []string) int {

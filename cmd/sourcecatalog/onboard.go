@@ -20,8 +20,8 @@ var commitCommand = &command{
 	name:     "commit",
 	synopsis: "--store sqlite:FILE|mysql:DSN --vessel UUID [--snapshot UUID] [--discovered-at TIME] [--json] RECORDS_FILE|-",
 	summary:  "commit one discovery cycle to the on-board outbox",
-	help: helpText("commit"),
-	run: runCommit,
+	help:     helpText("commit"),
+	run:      runCommit,
 }
 
 func runCommit(e *env, c *command, args []string) int {

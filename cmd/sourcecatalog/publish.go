@@ -20,8 +20,8 @@ var publishCommand = &command{
 	name:     "publish",
 	synopsis: "--store sqlite:FILE|mysql:DSN --vessel UUID --url URL [--ca FILE] [--cert FILE --key FILE | --token-file FILE] [--receiver-v2[=auto|off]] [--timeout D] [--give-up-after D] [--json]",
 	summary:  "post the outbox's pending entries to a serve URL until delivered",
-	help: helpText("publish"),
-	run: runPublish,
+	help:     helpText("publish"),
+	run:      runPublish,
 }
 
 // publishBackoff is the wait after a pass with failures: min, doubling up

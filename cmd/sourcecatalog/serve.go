@@ -25,8 +25,8 @@ var serveCommand = &command{
 	name:     "serve",
 	synopsis: "--listen ADDR --store STORE --retain N|all --tls-cert FILE --tls-key FILE --client-ca FILE|--tokens FILE|--trusted-proxy CIDR [FLAGS]",
 	summary:  "run the receiver as an HTTPS service (SPEC.md §11)",
-	help: helpText("serve"),
-	run: runServe,
+	help:     helpText("serve"),
+	run:      runServe,
 }
 
 // defaultAdminListen is --admin-listen's default.

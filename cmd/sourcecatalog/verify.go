@@ -19,8 +19,8 @@ var verifyCommand = &command{
 	name:     "verify",
 	synopsis: "HEADER_FILE CHUNKS_FILE",
 	summary:  "check that a header and its chunks form a complete, valid snapshot",
-	help: helpText("verify") + readingHelp,
-	run: runVerify,
+	help:     helpText("verify") + readingHelp,
+	run:      runVerify,
 }
 
 func runVerify(e *env, c *command, args []string) int {
