@@ -88,6 +88,21 @@ func NewTrustedProxy(c ProxyConfig) (*TrustedProxy, error) {
 	if len(c.Proxies) == 0 {
 		return nil, proxyConfigError("no proxy address")
 	}
+	// An IPv4-mapped prefix (::ffff:10.0.0.0/104) is taken as the IPv4
+	// prefix it maps, since a remote address is unmapped before it is
+	// matched; unmapped first, so that ::ffff:0.0.0.0/96 is refused below
+	// as trusting every IPv4 address.
+	proxies := make([]netip.Prefix, len(c.Proxies))
+	for i, p := range c.Proxies {
+		if a := p.Addr(); p.IsValid() && a.Is4In6() {
+			if p.Bits() < 96 {
+				return nil, proxyConfigError(fmt.Sprintf("proxy prefix %s spans IPv4-mapped and other IPv6 addresses", p))
+			}
+			p = netip.PrefixFrom(a.Unmap(), p.Bits()-96)
+		}
+		proxies[i] = p
+	}
+	c.Proxies = proxies
 	for _, p := range c.Proxies {
 		switch {
 		case !p.IsValid():
@@ -164,10 +179,7 @@ func (t *TrustedProxy) Authenticate(r *http.Request) (finalize.Origin, error) {
 // loopbackPrefix reports whether every address of p is loopback: within
 // 127.0.0.0/8, or ::1.
 func loopbackPrefix(p netip.Prefix) bool {
-	a := p.Addr()
-	if a.Is4In6() {
-		return a.Unmap().IsLoopback() && p.Bits() >= 96+8
-	}
+	a := p.Addr() // never IPv4-mapped: NewTrustedProxy unmapped it
 	return a.IsLoopback() && (a.Is4() && p.Bits() >= 8 || p.Bits() == 128)
 }
 

@@ -284,6 +284,39 @@ func TestTrustedProxyHeader(t *testing.T) {
 	}
 }
 
+// TestTrustedProxyMappedPrefix: a proxy prefix spelled IPv4-mapped is the
+// IPv4 prefix it maps, matching a remote address in either spelling, and
+// one over the whole mapped range trusts every IPv4 address: refused.
+func TestTrustedProxyMappedPrefix(t *testing.T) {
+	auth, err := httpbinding.NewTrustedProxy(httpbinding.ProxyConfig{
+		Proxies: []netip.Prefix{netip.MustParsePrefix("::ffff:10.1.2.0/120")}, Header: "X-Vessel-Identity", Secret: proxySecret,
+	})
+	require.NoError(t, err)
+	for _, remote := range []string{"10.1.2.3:5000", "[::ffff:10.1.2.3]:5000", "10.1.3.3:5000"} {
+		req := httptest.NewRequest(http.MethodPost, "http://receiver/", nil)
+		req.RemoteAddr = remote
+		req.Header.Set("X-Vessel-Identity", "urn:uuid:"+vesselA.String())
+		req.Header.Set(httpbinding.DefaultProxySecretHeader, proxySecret)
+		o, err := auth.Authenticate(req)
+		if remote == "10.1.3.3:5000" {
+			require.ErrorIs(t, err, httpbinding.ErrBadCredentials, "outside the prefix")
+			continue
+		}
+		require.NoError(t, err, remote)
+		require.Equal(t, vesselA, o.VesselID)
+	}
+	for prefix, want := range map[string]string{
+		"::ffff:0.0.0.0/96":   "trusts every address",
+		"::ffff:0.0.0.0/95":   "spans IPv4-mapped and other IPv6 addresses",
+		"::ffff:10.0.0.0/104": "is not loopback",
+		"::ffff:10.1.2.3/120": "has host bits set",
+	} {
+		_, err := httpbinding.NewTrustedProxy(httpbinding.ProxyConfig{Proxies: []netip.Prefix{netip.MustParsePrefix(prefix)}, Header: identityHeader})
+		require.ErrorIs(t, err, sourcecatalog.ErrInvalidValue, prefix)
+		require.ErrorContains(t, err, want, prefix)
+	}
+}
+
 // TestNewTrustedProxyAccepts: a loopback prefix needs no secret; any
 // other needs one, or the explicit InsecureNoSecret.
 func TestNewTrustedProxyAccepts(t *testing.T) {
