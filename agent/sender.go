@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"strings"
 	"time"
@@ -158,17 +157,22 @@ func (cfg *Config) client() (*httpbinding.Client, error) {
 		}
 		opts = append(opts, httpbinding.WithTLSConfig(httpbinding.ClientTLSConfig(roots, cert)))
 	}
+	field := "URL" // the field a refusal of NewClient is located at
 	if cfg.TokenFile != "" {
 		token, err := readToken(cfg.TokenFile)
 		if err != nil {
 			return nil, err
+		}
+		if c, err := httpbinding.NewClient(cfg.URL, opts...); err == nil {
+			c.CloseIdleConnections()
+			field = "TokenFile" // the URL is good: a refusal is the token's
 		}
 		opts = append(opts, httpbinding.WithBearerToken(token))
 	}
 	c, err := httpbinding.NewClient(cfg.URL, opts...)
 	var se *sourcecatalog.Error
 	if errors.As(err, &se) {
-		return nil, se.AtField("URL")
+		return nil, se.AtField(field)
 	}
 	return c, err
 }
@@ -218,16 +222,17 @@ type Report struct {
 }
 
 // Publish drains the outbox to the receiver: outbox.Publisher.Drain with
-// opts (opts.Clock defaults to Config.Clock), and after a drain that left
-// nothing pending, a count of the pending entries. Entries committed
+// opts (opts.Clock defaults to Config.Clock), and after each drain a count
+// of the pending entries (outbox.CountPending, which reads none of them). Entries committed
 // meanwhile — after the drain's last pass — are drained again, until a
 // count finds none, the context ends or opts.Until passes.
 //
 // The error is nil exactly when Pending is 0 and Outcome is outbox.Drained
 // or outbox.DrainStopped. Otherwise it is Drain's error, or, when
 // entries committed meanwhile are still pending at the end, an error
-// wrapping sourcecatalog.ErrStoreUnavailable and context.DeadlineExceeded
-// (Outcome outbox.DrainGaveUp), or the store's error counting them,
+// wrapping sourcecatalog.ErrStoreUnavailable and ctx's error, or
+// context.DeadlineExceeded when opts.Until passed (Outcome
+// outbox.DrainGaveUp), or the store's error counting them,
 // wrapping sourcecatalog.ErrStoreUnavailable (Pending -1).
 func (s *Sender) Publish(ctx context.Context, opts outbox.DrainOptions) (Report, error) {
 	if opts.Clock == nil {
@@ -248,8 +253,12 @@ func (s *Sender) Publish(ctx context.Context, opts outbox.DrainOptions) (Report,
 			return rep, nil
 		case ctx.Err() != nil || (!opts.Until.IsZero() && !opts.Clock.Now().Before(opts.Until)):
 			rep.Outcome = outbox.DrainGaveUp
+			cause := ctx.Err()
+			if cause == nil {
+				cause = context.DeadlineExceeded
+			}
 			return rep, sourcecatalog.Wrap(sourcecatalog.ErrStoreUnavailable,
-				fmt.Errorf("%d entries committed during the drain still pending: %w", n, context.DeadlineExceeded))
+				fmt.Errorf("%d entries committed during the drain still pending: %w", n, cause))
 		}
 	}
 }
@@ -290,8 +299,8 @@ func (s *Sender) pending(ctx context.Context) (int, error) {
 	defer cancel()
 	n := 0
 	err := s.cfg.Store.WithVessel(cctx, s.cfg.Vessel, func(tx outbox.Tx) error {
-		pending, err := tx.Pending(cctx, math.MaxInt)
-		n = len(pending)
+		var err error
+		n, err = outbox.CountPending(cctx, tx)
 		return err
 	})
 	if err != nil {

@@ -27,6 +27,8 @@ func TestNewSenderRefuses(t *testing.T) {
 	require.NoError(t, os.WriteFile(tokenFile, []byte("tok\n"), 0o600))
 	empty := filepath.Join(dir, "empty")
 	require.NoError(t, os.WriteFile(empty, nil, 0o600))
+	bom := filepath.Join(dir, "bom")
+	require.NoError(t, os.WriteFile(bom, []byte("\ufefftok\n"), 0o600))
 	good := func() agent.Config {
 		return agent.Config{Vessel: vessel, Store: outboxmem.New(), URL: "https://shore.example/v2/messages", TokenFile: tokenFile}
 	}
@@ -50,6 +52,8 @@ func TestNewSenderRefuses(t *testing.T) {
 		{"negative timeout", func(c *agent.Config) { c.Timeout = -1 }, "Timeout"},
 		{"unreadable token file", func(c *agent.Config) { c.TokenFile = filepath.Join(dir, "absent") }, "TokenFile"},
 		{"empty token file", func(c *agent.Config) { c.TokenFile = empty }, "TokenFile"},
+		{"a token NewClient refuses", func(c *agent.Config) { c.TokenFile = bom }, "TokenFile"},
+		{"a bad URL with a good token", func(c *agent.Config) { c.URL = "ftp://shore.example/" }, "URL"},
 		{"CA file not PEM", func(c *agent.Config) { c.CAFile = tokenFile }, "CAFile"},
 	}
 	_, err := agent.NewSender(good())
@@ -149,6 +153,7 @@ func TestSenderPublishPendingAtTheEndFails(t *testing.T) {
 	}})
 	require.Error(t, err)
 	require.ErrorIs(t, err, sourcecatalog.ErrStoreUnavailable)
+	require.ErrorIs(t, err, context.Canceled, "the cause is the context's, as Drain's")
 	assert.Equal(t, outbox.DrainGaveUp, rep.Outcome)
 	assert.Equal(t, len(late.Entries), rep.Pending)
 }

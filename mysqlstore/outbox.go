@@ -131,6 +131,18 @@ func (t *outboxTx) Pending(ctx context.Context, limit int) ([]outbox.Entry, erro
 		`WHERE vessel_id = ? AND state = ? ORDER BY revision, chunk_index LIMIT ?`, t.vessel, string(outbox.Pending), limit)
 }
 
+// CountPending implements outbox.PendingCounter.
+func (t *outboxTx) CountPending(ctx context.Context) (int, error) {
+	t.check()
+	var n int
+	err := t.tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM signalk_catalog_outbox_v2 WHERE vessel_id = ? AND state = ?`,
+		t.vessel, string(outbox.Pending)).Scan(&n)
+	if err != nil {
+		return 0, wrap("count pending outbox entries", err)
+	}
+	return n, nil
+}
+
 func (t *outboxTx) PutEntries(ctx context.Context, entries []outbox.Entry) error {
 	t.check()
 	for _, e := range entries {

@@ -2,6 +2,7 @@ package outbox
 
 import (
 	"context"
+	"math"
 
 	"github.com/google/uuid"
 	"github.com/yachtmemory/sourcecatalog/canonical"
@@ -65,6 +66,25 @@ type Tx interface {
 	// chunk index (sourcecatalog.NoIndex for the manifest). It returns
 	// sourcecatalog.ErrNotFound when there is no such entry.
 	SetState(ctx context.Context, snapshot uuid.UUID, chunkIndex int, state State) error
+}
+
+// A PendingCounter is a Tx that counts the vessel's pending entries without
+// reading them; the shipped stores' transactions are. CountPending uses it.
+type PendingCounter interface {
+	// CountPending returns the number of the vessel's entries in state
+	// Pending.
+	CountPending(ctx context.Context) (int, error)
+}
+
+// CountPending returns the number of the vessel's entries in state Pending
+// in tx: through the Tx's own PendingCounter when it has one, and
+// otherwise by reading them all with Pending.
+func CountPending(ctx context.Context, tx Tx) (int, error) {
+	if c, ok := tx.(PendingCounter); ok {
+		return c.CountPending(ctx)
+	}
+	pending, err := tx.Pending(ctx, math.MaxInt)
+	return len(pending), err
 }
 
 // State is the delivery state of an entry.

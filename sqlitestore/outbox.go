@@ -132,6 +132,17 @@ func (t *outboxTx) Pending(ctx context.Context, limit int) ([]outbox.Entry, erro
 		`WHERE vessel_id = ? AND state = ? ORDER BY revision, chunk_index LIMIT ?`, t.vessel, string(outbox.Pending), limit)
 }
 
+// CountPending implements outbox.PendingCounter.
+func (t *outboxTx) CountPending(ctx context.Context) (int, error) {
+	if err := t.ready(); err != nil {
+		return 0, err
+	}
+	var n int
+	_, err := t.queryRow(ctx, "count pending outbox entries", `SELECT COUNT(*) FROM outbox WHERE vessel_id = ? AND state = ?`,
+		[]any{t.vessel, string(outbox.Pending)}, &n)
+	return n, err
+}
+
 // entryBatch is how many entries one INSERT writes (10 columns each).
 const entryBatch = 256
 

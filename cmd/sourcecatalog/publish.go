@@ -132,20 +132,20 @@ func configErr(err error) string {
 
 // publishJSON is publish's report, and its --json output.
 type publishJSON struct {
-	VesselID         uuid.UUID   `json:"vessel_id"`
-	Result           string      `json:"result"` // delivered, stopped, gave_up, failed
-	Passes           int         `json:"passes"`
-	Sent             int         `json:"sent"`
-	Delivered        int         `json:"delivered"`
-	Staged           int         `json:"staged"`
-	AlreadyReceived  int         `json:"already_received"`
-	Failed           int         `json:"failed"`
-	Referenced       int         `json:"referenced"`
-	BytesSent        int64       `json:"bytes_sent"`
-	BytesUncompresed int64       `json:"bytes_uncompressed"`
-	StoppedSnapshots []uuid.UUID `json:"stopped_snapshots"`
-	Pending          int         `json:"pending"`
-	Error            string      `json:"error"`
+	VesselID          uuid.UUID   `json:"vessel_id"`
+	Result            string      `json:"result"` // delivered, stopped, gave_up, failed
+	Passes            int         `json:"passes"`
+	Sent              int         `json:"sent"`
+	Delivered         int         `json:"delivered"`
+	Staged            int         `json:"staged"`
+	AlreadyReceived   int         `json:"already_received"`
+	Failed            int         `json:"failed"`
+	Referenced        int         `json:"referenced"`
+	BytesSent         int64       `json:"bytes_sent"`
+	BytesUncompressed int64       `json:"bytes_uncompressed"`
+	StoppedSnapshots  []uuid.UUID `json:"stopped_snapshots"`
+	Pending           int         `json:"pending"`
+	Error             string      `json:"error"`
 }
 
 // publish drains the outbox (agent.Sender.Publish: passes until nothing
@@ -180,7 +180,7 @@ func publish(ctx context.Context, e *env, c *command, f *publishFlags, st *store
 	rep := publishJSON{
 		VesselID: f.vessel.id, Result: string(dr.Outcome), Passes: dr.Passes, Sent: dr.Sent,
 		Delivered: dr.Delivered, Staged: dr.Delivered - dr.AlreadyReceived, AlreadyReceived: dr.AlreadyReceived,
-		Failed: dr.Failed, Referenced: dr.Referenced, BytesSent: dr.Bytes.Sent, BytesUncompresed: dr.Bytes.Uncompressed,
+		Failed: dr.Failed, Referenced: dr.Referenced, BytesSent: dr.Bytes.Sent, BytesUncompressed: dr.Bytes.Uncompressed,
 		StoppedSnapshots: append([]uuid.UUID{}, dr.Stopped...), Pending: dr.Pending,
 	}
 	switch dr.Outcome {
@@ -269,7 +269,7 @@ func reportPublish(e *env, c *command, rep publishJSON, asJSON bool) int {
 			rep.VesselID, rep.Delivered, rep.Staged, rep.AlreadyReceived, rep.Passes,
 			plural(len(rep.StoppedSnapshots), "snapshot"), rep.Pending)
 		if rep.Sent > 0 {
-			fmt.Fprintf(e.stdout, "  sent %d bytes (%d uncompressed), %d chunk(s) by reference\n", rep.BytesSent, rep.BytesUncompresed, rep.Referenced)
+			fmt.Fprintf(e.stdout, "  sent %d bytes (%d uncompressed), %d chunk(s) by reference\n", rep.BytesSent, rep.BytesUncompressed, rep.Referenced)
 		}
 	}
 	switch {

@@ -83,20 +83,20 @@ func fastBackoff(t *testing.T) {
 
 // publishOut is publish's --json output.
 type publishOut struct {
-	VesselID         string   `json:"vessel_id"`
-	Result           string   `json:"result"`
-	Passes           int      `json:"passes"`
-	Sent             int      `json:"sent"`
-	Delivered        int      `json:"delivered"`
-	Staged           int      `json:"staged"`
-	AlreadyReceived  int      `json:"already_received"`
-	Failed           int      `json:"failed"`
-	Referenced       int      `json:"referenced"`
-	BytesSent        int64    `json:"bytes_sent"`
-	BytesUncompresed int64    `json:"bytes_uncompressed"`
-	StoppedSnapshots []string `json:"stopped_snapshots"`
-	Pending          int      `json:"pending"`
-	Error            string   `json:"error"`
+	VesselID          string   `json:"vessel_id"`
+	Result            string   `json:"result"`
+	Passes            int      `json:"passes"`
+	Sent              int      `json:"sent"`
+	Delivered         int      `json:"delivered"`
+	Staged            int      `json:"staged"`
+	AlreadyReceived   int      `json:"already_received"`
+	Failed            int      `json:"failed"`
+	Referenced        int      `json:"referenced"`
+	BytesSent         int64    `json:"bytes_sent"`
+	BytesUncompressed int64    `json:"bytes_uncompressed"`
+	StoppedSnapshots  []string `json:"stopped_snapshots"`
+	Pending           int      `json:"pending"`
+	Error             string   `json:"error"`
 }
 
 // publishJSONOf decodes publish's --json output; it checks the byte
@@ -111,8 +111,8 @@ func publishJSONOf(t *testing.T, r result) publishOut {
 	if out.Sent == 0 {
 		assert.Zero(t, out.BytesSent, "no bytes without a send")
 	}
-	assert.GreaterOrEqual(t, out.BytesUncompresed, out.BytesSent)
-	out.BytesSent, out.BytesUncompresed = 0, 0
+	assert.GreaterOrEqual(t, out.BytesUncompressed, out.BytesSent)
+	out.BytesSent, out.BytesUncompressed = 0, 0
 	return out
 }
 

@@ -132,6 +132,20 @@ func (t *memTx) PutEntries(ctx context.Context, entries []outbox.Entry) error {
 	return nil
 }
 
+// CountPending implements outbox.PendingCounter.
+func (t *memTx) CountPending(ctx context.Context) (int, error) {
+	if err := t.check(ctx); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, e := range t.all() {
+		if e.State == outbox.Pending {
+			n++
+		}
+	}
+	return n, nil
+}
+
 func (t *memTx) Pending(ctx context.Context, limit int) ([]outbox.Entry, error) {
 	if err := t.check(ctx); err != nil {
 		return nil, err

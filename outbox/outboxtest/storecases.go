@@ -224,6 +224,20 @@ func testPending(t *testing.T, newStore NewStore) {
 		got, err := tx.Pending(e.ctx, 100)
 		require.NoError(t, err)
 		require.Equal(t, entriesOf(r1[1:2], r1[3:], r2[1:], r4, r5), got, "a transaction reads its own writes")
+		n, err := outbox.CountPending(e.ctx, tx)
+		require.NoError(t, err)
+		require.Equal(t, len(got), n, "CountPending counts what Pending reads, the transaction's writes too")
+		return nil
+	})
+	after := e.pending()
+	require.Len(t, after, len(want)+1, "the transaction's writes committed: one entry delivered, two added")
+	e.in(func(tx outbox.Tx) error {
+		_, ok := tx.(outbox.PendingCounter)
+		_, faulty := e.store.(*FaultStore)
+		require.True(t, ok || faulty, "the shipped stores' transactions count without reading (outbox.PendingCounter)")
+		n, err := outbox.CountPending(e.ctx, tx)
+		require.NoError(t, err)
+		require.Equal(t, len(after), n, "CountPending after the transaction that wrote committed")
 		return nil
 	})
 }
