@@ -309,9 +309,11 @@ func (s *Sender) pending(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// Close closes the connections the Sender keeps alive to the receiver.
+// Close closes the connections the Sender keeps alive to the receiver,
+// those of a client it built itself: with Config.HTTPClient the idle
+// connections are the caller's transport's, left to the caller.
 func (s *Sender) Close() {
-	if s.client != nil {
+	if s.client != nil && s.cfg.HTTPClient == nil {
 		s.client.CloseIdleConnections()
 	}
 }

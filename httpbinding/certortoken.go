@@ -14,8 +14,12 @@ import (
 // must name the same vessel, or it is refused with an error wrapping
 // ErrBadCredentials. Its challenge is the bearer scheme's, with
 // error="invalid_token" only when a token was presented (SPEC.md §11.2).
-// tokens must not be nil.
+// It panics when tokens is nil, a misuse that would otherwise surface at
+// the first request presenting a token.
 func CertOrToken(cert MutualTLS, tokens *Tokens) Authenticator {
+	if tokens == nil {
+		panic("httpbinding: CertOrToken with nil tokens")
+	}
 	return certOrToken{cert, tokens}
 }
 

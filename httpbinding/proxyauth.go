@@ -68,6 +68,15 @@ type ProxyConfig struct {
 // from a proxy with the secret missing, repeated or wrong, or with the
 // identity header repeated, empty or malformed, one wrapping
 // ErrBadCredentials. Each is a 401 that says nothing of why.
+//
+// Two assumptions hold it up. The proxy's address is the request's
+// RemoteAddr, the TCP peer as net/http sets it: middleware that rewrites
+// RemoteAddr from a forwarded header, or leaves it without a port, makes
+// every request fail here, and a handler in front that trusts forwarded
+// headers must not run before it. And a loopback prefix without a secret
+// trusts every process and user of the host, and every container sharing
+// its network namespace: embedded in a service that shares its host, give
+// the proxy a Secret anyway.
 type TrustedProxy struct {
 	proxies      []netip.Prefix
 	header       string

@@ -78,7 +78,9 @@ type Metrics interface {
 	// ObserveBinding gets the Handler's and the Reconciler's events.
 	ObserveBinding(httpbinding.Event)
 	// WatchStore reads the store's status at each scrape; New calls it
-	// once, and fails with its error.
+	// once, and fails with its error. *prommetrics.Metrics registers its
+	// store metrics there, so one value serves one Service: a second New
+	// with it fails with a duplicate registration.
 	WatchStore(status func() storeheal.Status) error
 	// Handler serves the metrics at GET /metrics.
 	Handler() http.Handler
@@ -222,7 +224,8 @@ func (s *Service) Handler() http.Handler { return s.handler }
 // reopening" while the store heals, "store unavailable" when it does not
 // answer), GET /metrics when Config.Metrics is set, and the inventory
 // API, GET /vessels/{vessel}/inventory and /vessels/{vessel}/history
-// (httpbinding/inventory). Other paths are 404.
+// (httpbinding/inventory). Other paths are 404. After Close, /healthz
+// answers 503 "store closed".
 func (s *Service) Admin() http.Handler { return s.admin }
 
 // Run runs the reconciler (httpbinding.Reconciler, SPEC.md §8.6): a pass
@@ -235,8 +238,10 @@ func (s *Service) Run(ctx context.Context) error {
 	return rc.Run(ctx)
 }
 
-// Close closes the store; later messages are answered 503. It returns
-// the error of closing it, and is idempotent.
+// Close closes the store; later messages are answered 503 (the
+// declaration, which reads no store, is still answered), and a Run still
+// going logs each pass's failure until its ctx ends: stop Run first. It
+// returns the error of closing it, and is idempotent.
 func (s *Service) Close() error { return s.store.Close() }
 
 // adminHandler serves GET /healthz, GET /metrics when metrics is not nil,
