@@ -65,7 +65,10 @@ type Config struct {
 	// TLS, when not nil, makes Serve serve the message route over TLS
 	// (httpbinding.NewServer, such as httpbinding.ServerTLSConfig's);
 	// when nil, Serve serves plain HTTP, for a listener on loopback or
-	// behind a proxy that terminates TLS.
+	// behind a proxy that terminates TLS: with an Auth that needs no TLS
+	// (NewTrustedProxy, InsecureNoAuth), since a client certificate needs
+	// TLS and a bearer token in clear is answered 401 (SPEC.md §11.2).
+	// New checks it as NewServer does.
 	TLS *tls.Config
 }
 
@@ -169,8 +172,8 @@ type Service struct {
 // New checks cfg, opens its store and wires the receiver. It returns an
 // error wrapping sourcecatalog.ErrInvalidValue, located at the Config
 // field at fault (sourcecatalog.Error.Field), having opened nothing, when
-// Retention is the zero value or out of range, Auth is nil or Store has
-// no Open; and the store's error when the store does not open, or
+// Retention is the zero value or out of range, Auth is nil, Store has
+// no Open or TLS is one httpbinding.NewServer refuses; and the store's error when the store does not open, or
 // storeheal.OpenReceiver's when it cannot write. The caller must Close the Service.
 func New(ctx context.Context, cfg Config) (*Service, error) {
 	retain, err := cfg.Retention.options()
@@ -181,6 +184,15 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 		return nil, sourcecatalog.Errorf(sourcecatalog.ErrInvalidValue, "receiver: no Auth: every request must be authenticated (httpbinding.MutualTLS, LoadTokens, CertOrToken or NewTrustedProxy)").AtField("Auth")
 	case cfg.Store.Open == nil:
 		return nil, sourcecatalog.Errorf(sourcecatalog.ErrInvalidValue, "receiver: no Store: name one, such as sqlitestore.Source(path)").AtField("Store")
+	}
+	if cfg.TLS != nil {
+		if _, err := httpbinding.NewServer("", http.NotFoundHandler(), cfg.TLS, httpbinding.Timeouts{}, nil); err != nil {
+			var se *sourcecatalog.Error
+			if errors.As(err, &se) {
+				err = se.AtField("TLS")
+			}
+			return nil, err
+		}
 	}
 	s := &Service{cfg: cfg, log: Log{cfg.Logger}}
 	if s.log.Logger == nil {

@@ -3,6 +3,7 @@ package receiver_test
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"io"
@@ -167,6 +168,7 @@ func TestNewRefuses(t *testing.T) {
 		{"Keep(33)", receiver.Config{Retention: receiver.Keep(33), Auth: auth}, "Keep(33)", "Retention"},
 		{"no Auth", receiver.Config{Retention: receiver.KeepAll()}, "receiver: no Auth", "Auth"},
 		{"no Store", receiver.Config{Retention: receiver.Keep(4), Auth: auth, Store: storeheal.Source{Name: "none"}}, "receiver: no Store", "Store"},
+		{"TLS without a certificate", receiver.Config{Retention: receiver.Keep(4), Auth: auth, TLS: &tls.Config{}}, "no certificate", "TLS"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFaulty()
