@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/yachtmemory/sourcecatalog/finalize"
+	"github.com/yachtmemory/sourcecatalog/outbox"
 	"github.com/yachtmemory/sourcecatalog/storeheal"
 )
 
@@ -23,6 +24,28 @@ func Source(path string, opts ...Option) storeheal.Source {
 			}
 			return s, s, nil
 		},
-		Poisoned: func(err error) bool { return errors.Is(err, ErrPoisoned) },
+		Poisoned: poisoned,
 	}
 }
+
+// OutboxSource returns the storeheal.OutboxSource of the on-board outbox in
+// the file at path, as Source does the receiver's: opened by Open with
+// opts, named "sqlite PATH", reopened after a failure wrapping
+// ErrPoisoned.
+func OutboxSource(path string, opts ...Option) storeheal.OutboxSource {
+	return storeheal.OutboxSource{
+		Name: "sqlite " + path,
+		Open: func(ctx context.Context) (outbox.Store, io.Closer, error) {
+			s, err := Open(ctx, path, opts...)
+			if err != nil {
+				return nil, nil, err
+			}
+			return s.Outbox(), s, nil
+		},
+		Poisoned: poisoned,
+	}
+}
+
+// poisoned is the predicate of the failures after which a Store must be
+// closed and opened again.
+func poisoned(err error) bool { return errors.Is(err, ErrPoisoned) }

@@ -26,7 +26,9 @@
 //
 // A receiver's store is simpler still as a [Source] — sqlitestore.Source
 // names a file — which [OpenReceiver] opens and probes the same way, and
-// which receiver.Config takes.
+// which receiver.Config takes; an on-board outbox, as an [OutboxSource]
+// (sqlitestore.OutboxSource) that [OpenOutbox] opens, for a sender that
+// runs for months.
 //
 // # Healing
 //

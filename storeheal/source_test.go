@@ -14,6 +14,8 @@ import (
 	"github.com/yachtmemory/sourcecatalog"
 	"github.com/yachtmemory/sourcecatalog/finalize"
 	"github.com/yachtmemory/sourcecatalog/finalize/memstore"
+	"github.com/yachtmemory/sourcecatalog/outbox"
+	outboxmem "github.com/yachtmemory/sourcecatalog/outbox/memstore"
 	"github.com/yachtmemory/sourcecatalog/storeheal"
 )
 
@@ -82,4 +84,36 @@ func TestOpenReceiver(t *testing.T) {
 		return nil, nil, invalid
 	}})
 	assert.Equal(t, sourcecatalog.ErrInvalidValue, sourcecatalog.Class(err), "an open error's own class is kept")
+}
+
+// fullOutbox is an outbox that opens but cannot write.
+type fullOutbox struct{ *outboxmem.Store }
+
+func (fullOutbox) WithVessel(context.Context, uuid.UUID, func(outbox.Tx) error) error {
+	return errDiskFull
+}
+
+// OpenOutbox probes each open of an outbox with a write, as OpenReceiver
+// does a receiver's store: one that cannot write is closed and the open
+// fails, classed and naming the source; one that can is served.
+func TestOpenOutbox(t *testing.T) {
+	var closed atomic.Int32
+	src := storeheal.OutboxSource{Name: "the boat's outbox", Open: func(context.Context) (outbox.Store, io.Closer, error) {
+		return fullOutbox{outboxmem.New()}, closeCounter{&closed}, nil
+	}}
+	h, err := storeheal.OpenOutbox(context.Background(), src)
+	require.ErrorIs(t, err, errDiskFull)
+	assert.Equal(t, sourcecatalog.ErrStoreUnavailable, sourcecatalog.Class(err))
+	assert.ErrorContains(t, err, "the boat's outbox cannot write")
+	assert.Nil(t, h)
+	assert.Equal(t, int32(1), closed.Load(), "the outbox that cannot write is closed")
+
+	src.Open = func(context.Context) (outbox.Store, io.Closer, error) {
+		return outboxmem.New(), closeCounter{&closed}, nil
+	}
+	h, err = storeheal.OpenOutbox(context.Background(), src)
+	require.NoError(t, err)
+	require.NoError(t, h.Close())
+	_, err = storeheal.OpenOutbox(context.Background(), storeheal.OutboxSource{Name: "no opener"})
+	require.ErrorIs(t, err, sourcecatalog.ErrInvalidValue)
 }

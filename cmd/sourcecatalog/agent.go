@@ -9,7 +9,9 @@ import (
 	"syscall"
 
 	"github.com/yachtmemory/sourcecatalog/agent"
+	"github.com/yachtmemory/sourcecatalog/outbox"
 	"github.com/yachtmemory/sourcecatalog/receiver"
+	"github.com/yachtmemory/sourcecatalog/storeheal"
 )
 
 var agentCommand = &command{
@@ -50,11 +52,12 @@ func runAgent(e *env, c *command, args []string) int {
 	defer stop()
 	// A long-running process: the outbox heals itself after a failure
 	// that poisons it, as serve's store does.
-	st, _, err := pf.store.openHealing(ctx, storeOptions{outbox: true}, receiver.Log{Logger: logger}.Store)
+	src := pf.store.outboxSource()
+	h, err := storeheal.OpenOutbox(ctx, src, storeheal.WithObserver(receiver.Log{Logger: logger}.Store))
 	if err != nil {
 		return c.failf(e, "opening the store: %v", err)
 	}
-	cfg := pf.config(st.outbox)
+	cfg := pf.config(storeheal.Outbox(h, func(s outbox.Store) outbox.Store { return s }))
 	cfg.Discoverer, cfg.Interval, cfg.Logger = discoverer, interval.d, logger
 	a, err := agent.New(cfg)
 	if err != nil {
@@ -63,8 +66,8 @@ func runAgent(e *env, c *command, args []string) int {
 		err = a.Run(ctx)
 		a.Close()
 	}
-	if cerr := st.close(); cerr != nil && err == nil {
-		return c.failf(e, "closing %s: %v", st.name, cerr)
+	if cerr := h.Close(); cerr != nil && err == nil {
+		return c.failf(e, "closing %s: %v", src.Name, cerr)
 	}
 	if err != nil {
 		return c.failf(e, "%v", err)

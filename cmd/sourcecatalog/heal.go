@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"syscall"
@@ -47,57 +46,28 @@ type closerFunc func() error
 
 func (f closerFunc) Close() error { return f() }
 
-// openHealing opens the stores f names as open does, for a command that
-// runs for long (serve), under a storeheal.Handle: when a failure poisons
-// the store — an I/O error or a full disk under SQLite, a connection lost
-// to MariaDB — the Handle closes it and opens it again with backoff,
-// refusing every call with store_unavailable meanwhile, and serves again
-// once the store opens and can write. Only the first open migrates; a
-// reopen checks the schema. observe gets every change of the Handle's
-// Status. A store that fails its first open, or the probe of a write
-// after it, is an error.
-func (f *storeFlag) openHealing(ctx context.Context, opts storeOptions, observe func(storeheal.Status)) (*stores, *storeheal.Handle[*stores], error) {
-	next := opts
-	var name string // of the first open's stores, which storeheal.Open returns after
-	open := func(ctx context.Context) (*stores, io.Closer, error) {
-		st, err := f.open(ctx, next)
-		next.migrate = false // Opener calls are sequential: Open's, then the reopening goroutine's
-		if err != nil {
-			return nil, nil, err
-		}
-		if name == "" {
-			name = st.name
-		}
-		if err := probe(ctx, st); err != nil {
-			return nil, nil, errors.Join(fmt.Errorf("%s cannot write: %w", st.name, err), st.close())
-		}
-		return st, closerFunc(st.close), nil
+// outboxSource returns the storeheal.OutboxSource of the outbox f names,
+// for the agent: opened as open does, and reopened after the failures
+// poisoned accepts.
+func (f *storeFlag) outboxSource() storeheal.OutboxSource {
+	if f.kind == "sqlite" {
+		return sqlitestore.OutboxSource(f.arg)
 	}
-	h, err := storeheal.Open(ctx, open, f.poisoned(), storeheal.WithObserver(observe))
-	if err != nil {
-		return nil, nil, err
+	name := "memory"
+	if f.kind == "mysql" {
+		name = "mysql schema " + f.dsn.DBName
 	}
-	st := &stores{
-		name:     name,
-		receiver: storeheal.Receiver(h, func(s *stores) finalize.Store { return s.receiver }),
-		ping:     func(ctx context.Context) error { return h.Do(func(s *stores) error { return s.ping(ctx) }) },
-		close:    h.Close,
+	return storeheal.OutboxSource{
+		Name: name,
+		Open: func(ctx context.Context) (outbox.Store, io.Closer, error) {
+			st, err := f.open(ctx, storeOptions{outbox: true})
+			if err != nil {
+				return nil, nil, err
+			}
+			return st.outbox, closerFunc(st.close), nil
+		},
+		Poisoned: f.poisoned(),
 	}
-	if opts.outbox {
-		st.outbox = storeheal.Outbox(h, func(s *stores) outbox.Store { return s.outbox })
-	}
-	return st, h, nil
-}
-
-// probe checks that the stores can write.
-func probe(ctx context.Context, st *stores) error {
-	if err := storeheal.ProbeReceiver(ctx, st.receiver); err != nil {
-		return err
-	}
-	if st.outbox != nil {
-		return storeheal.ProbeOutbox(ctx, st.outbox)
-	}
-	return nil
 }
 
 // poisoned returns the predicate of the failures after which the store
