@@ -54,7 +54,7 @@ func TestShoreRefusesWithoutRetention(t *testing.T) {
 	var exit *exec.ExitError
 	require.ErrorAs(t, err, &exit, "stderr: %s", stderr.String())
 	assert.Equal(t, 1, exit.ExitCode())
-	assert.Contains(t, stderr.String(), "shore: sourcecatalog: invalid value: receiver: no retention: choose Keep(n)")
+	assert.Contains(t, stderr.String(), `shore: sourcecatalog: field "Retention": invalid value: receiver: no retention: choose Keep(n)`)
 	assert.NotContains(t, stderr.String(), "listening")
 }
 
