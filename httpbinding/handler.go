@@ -84,6 +84,7 @@ type Handler struct {
 	receiveTimeout  time.Duration
 	finalizeTimeout time.Duration
 	declaration     []byte // the canonical bytes a GET is answered with
+	declarationAge  string // its Cache-Control; "" for the default
 	refs            bool   // chunk references accepted (chunkref.go)
 }
 
