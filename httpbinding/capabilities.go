@@ -397,14 +397,18 @@ func located(err error) *sourcecatalog.Error {
 // the receiver states with it, at most MaxDeclarationMaxAge, and reads it
 // again at the first Open after that; or after an answer of the receiver
 // to a message sent through its Client that says it no longer accepts
-// what was sent — 404, 405, 415 or 501, or a refusal of class
-// unsupported — (SPEC.md §11.7). A new Gate reads it at its first Open.
-// It is safe for concurrent use.
+// what was sent — 400, 404, 405, 415 or 501, or a refusal of class
+// unsupported — (SPEC.md §11.7). After such an answer the Client sends
+// nothing more until the declaration is read again: its next Send reads
+// it first, and sends only when the receiver still declares v2. A new
+// Gate reads it at its first Open. It is safe for concurrent use.
 type Gate struct {
 	client *Client
 	now    func() time.Time // the clock validity is measured on
 	mu     sync.Mutex
+	read   bool // a declaration was asked for
 	last   Declaration
+	err    error     // why the last read declared no v2
 	until  time.Time // last may be reused before then
 	seen   uint64    // client.downgrades when last was read
 }
@@ -419,8 +423,12 @@ var _ outbox.Gate = (*Gate)(nil)
 // outbox.ReferenceGate). Before a declaration is read, after one that
 // names no v2, and from an answer that says the receiver no longer
 // accepts what was sent until the declaration is read again, the gate
-// offers neither.
-func NewGate(c *Client) *Gate { return &Gate{client: c, now: time.Now} }
+// offers neither. The Client follows the last Gate made of it.
+func NewGate(c *Client) *Gate {
+	g := &Gate{client: c, now: time.Now}
+	c.gate.Store(g)
+	return g
+}
 
 var _ outbox.ReferenceGate = (*Gate)(nil)
 
@@ -448,7 +456,7 @@ func (g *Gate) Open(ctx context.Context) (declared string, err error) {
 	d, maxAge, err := g.client.declaration(ctx)
 	g.mu.Lock()
 	g.last = d // the zero Declaration unless v2 is declared: fail closed
-	g.until, g.seen = start.Add(maxAge), seen
+	g.until, g.seen, g.read, g.err = start.Add(maxAge), seen, true, err
 	g.client.declared.Store(d.Has(CapabilityRequestGzip) && seen == g.client.downgrades.Load())
 	g.mu.Unlock()
 	var de *DeclarationError
@@ -473,6 +481,26 @@ func (g *Gate) reuse() (Declaration, bool) {
 	defer g.mu.Unlock()
 	ok := g.last.V2() && g.now().Before(g.until) && g.seen == g.client.downgrades.Load()
 	return g.last, ok
+}
+
+// beforeSend is asked by the Client before each message. Once an answer
+// said that the receiver no longer accepts what was sent, it reads the
+// declaration again, and then returns nil only while the receiver
+// declares v2; otherwise nil: the Publisher asked Open before sending.
+func (g *Gate) beforeSend(ctx context.Context) error {
+	g.mu.Lock()
+	read, stale, err := g.read, g.seen != g.client.downgrades.Load(), g.err
+	g.mu.Unlock()
+	switch {
+	case !read:
+		return nil
+	case stale:
+		_, err = g.Open(ctx)
+	}
+	if err != nil {
+		return fmt.Errorf("httpbinding: not sent, the receiver's declaration read again after an answer refusing what was sent: %w", err)
+	}
+	return nil
 }
 
 // Declared returns the last declaration of v2 the gate read, or the zero

@@ -120,6 +120,7 @@ type Client struct {
 	// what was sent (noLongerAccepted): its Gate reads the declaration
 	// again after one.
 	downgrades atomic.Uint64
+	gate       atomic.Pointer[Gate] // the last NewGate of this Client
 	hc         *http.Client
 	// checkTLS: the transport is the caller's, so each https answer is
 	// checked for TLS 1.2 or later.
@@ -361,6 +362,11 @@ func (c *Client) Send(ctx context.Context, e outbox.Entry) (envelope.Receipt, er
 // counted.
 func (c *Client) SendCounted(ctx context.Context, e outbox.Entry) (envelope.Receipt, outbox.RequestBytes, error) {
 	var n outbox.RequestBytes
+	if g := c.gate.Load(); g != nil {
+		if err := g.beforeSend(ctx); err != nil {
+			return envelope.Receipt{}, n, err
+		}
+	}
 	wrapped := envelope.DefaultWrapper{}.Wrap(nil, e.EntityType, e.EntityKey, e.Payload)
 	if len(wrapped) > MaxRequestBody {
 		return envelope.Receipt{}, n, sourcecatalog.Errorf(sourcecatalog.ErrLimitExceeded, "the wrapped request is larger than 32768 bytes")
@@ -421,12 +427,13 @@ func (c *Client) SendCounted(ctx context.Context, e outbox.Entry) (envelope.Rece
 }
 
 // noLongerAccepted reports whether an answer to a message says that the
-// receiver no longer accepts what was sent (SPEC.md §11.7): 404, 405 or
+// receiver no longer accepts what was sent (SPEC.md §11.7): 400 — a body
+// it could not read, or a receiver of another protocol —, 404, 405 or
 // 501 — no message route —, 415 — a media type or content coding it does
 // not take —, or a refusal of class unsupported.
 func noLongerAccepted(status int, err error) bool {
 	switch status {
-	case http.StatusNotFound, http.StatusMethodNotAllowed, http.StatusUnsupportedMediaType, http.StatusNotImplemented:
+	case http.StatusBadRequest, http.StatusNotFound, http.StatusMethodNotAllowed, http.StatusUnsupportedMediaType, http.StatusNotImplemented:
 		return true
 	}
 	return errors.Is(err, sourcecatalog.ErrUnsupported)

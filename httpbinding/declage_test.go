@@ -171,14 +171,17 @@ func TestPublishingStepsReuseTheDeclaration(t *testing.T) {
 // let it be reused, and offer no optional capability until then; other
 // answers do not (SPEC.md §11.7).
 func TestGateReadsAgainAfterARefusal(t *testing.T) {
-	refusal := func(class error) string { return string(envelope.RefusalOf(sourcecatalog.Errorf(class, "x")).Canonical()) }
+	refusal := func(class error) string {
+		return string(envelope.RefusalOf(sourcecatalog.Errorf(class, "x")).Canonical())
+	}
 	cases := []struct {
 		name, ctype, body string
-		status             int
-		again              bool
+		status            int
+		again             bool
 	}{
 		{"415 unsupported", "application/json", refusal(sourcecatalog.ErrUnsupported), http.StatusUnsupportedMediaType, true},
 		{"422 unsupported", "application/json", refusal(sourcecatalog.ErrUnsupported), http.StatusUnprocessableEntity, true},
+		{"400", "text/plain", "bad request", http.StatusBadRequest, true},
 		{"404", "text/plain", "not found", http.StatusNotFound, true},
 		{"405", "text/plain", "method not allowed", http.StatusMethodNotAllowed, true},
 		{"501", "text/plain", "not implemented", http.StatusNotImplemented, true},
@@ -223,9 +226,10 @@ func TestGateReadsAgainAfterARefusal(t *testing.T) {
 }
 
 // A receiver downgraded within the max-age it stated — it no longer takes
-// gzip — answers the first gzipped body 415: the sender sends no other
-// body gzipped, and its next publishing step reads the declaration again
-// and follows it (SPEC.md §11.7).
+// gzip — answers the first gzipped body 415: the sender reads the
+// declaration again before its next message, sends no other body
+// gzipped, and reuses the new declaration at the next publishing step
+// (SPEC.md §11.7).
 func TestGateFollowsADowngradeWithinMaxAge(t *testing.T) {
 	ctx := context.Background()
 	var downgraded atomic.Bool
@@ -239,6 +243,7 @@ func TestGateFollowsADowngradeWithinMaxAge(t *testing.T) {
 		switch {
 		case r.Method == http.MethodGet && downgraded.Load():
 			gets++
+			w.Header().Set("Cache-Control", "private, max-age=3600")
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = io.WriteString(w, declV2)
 			return
@@ -279,7 +284,7 @@ func TestGateFollowsADowngradeWithinMaxAge(t *testing.T) {
 	downgraded.Store(true)
 	rep := step()
 	mu.Lock()
-	assert.Equal(t, 1, gets, "still within the max-age")
+	assert.Equal(t, 2, gets, "read again before the message after the 415")
 	assert.Equal(t, 1, refused, "one gzipped body refused, and no other sent gzipped")
 	assert.Equal(t, first+1, gzipped)
 	mu.Unlock()
@@ -288,7 +293,63 @@ func TestGateFollowsADowngradeWithinMaxAge(t *testing.T) {
 	rep = step()
 	mu.Lock()
 	defer mu.Unlock()
-	assert.Equal(t, 2, gets, "read again after the 415")
+	assert.Equal(t, 2, gets, "the declaration read after the 415 reused")
 	assert.Equal(t, first+1, gzipped, "nothing gzipped on the old declaration")
 	assert.Equal(t, declV2, rep.Declared)
+}
+
+// A receiver rolled back within the max-age it stated is sent one
+// message: its answer (400, as a receiver of another protocol answers a
+// v2 entity) makes the sender read the declaration before the next
+// message, and the receiver, declaring no v2 any more, is sent nothing
+// else, in this publishing step or the next (SPEC.md §7.5, §11.7).
+func TestNothingSentAfterARollbackIsNoticed(t *testing.T) {
+	ctx := context.Background()
+	var rolledBack atomic.Bool
+	var gets, posts, postsAfter atomic.Int32
+	h := httpbinding.NewHandler(finalize.NewReceiver(memstore.New()), httpbinding.InsecureNoAuth(vesselA),
+		httpbinding.WithDeclarationMaxAge(time.Hour))
+	ts := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			gets.Add(1)
+		} else {
+			posts.Add(1)
+		}
+		if !rolledBack.Load() {
+			h.ServeHTTP(w, r)
+			return
+		}
+		if r.Method == http.MethodPost {
+			postsAfter.Add(1)
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Allow", "POST")
+		w.WriteHeader(http.StatusMethodNotAllowed)
+	}))
+	defer ts.Close()
+	c := testClient(t, ts)
+	b := newRefBoard(t)
+	pub := outbox.NewPublisher(b.store, vesselA, c, outbox.WithGate(httpbinding.NewGate(c)))
+	drain := func() (outbox.DrainReport, error) {
+		return pub.Drain(ctx, outbox.DrainOptions{Backoff: outbox.Backoff{Min: time.Millisecond, Max: time.Millisecond},
+			Until: time.Now().Add(50 * time.Millisecond)})
+	}
+	b.commit("nav", 3)
+	_, err := drain()
+	require.NoError(t, err)
+	require.Equal(t, int32(1), gets.Load())
+
+	rolledBack.Store(true)
+	b.commit("nav", 3)
+	rep, err := drain()
+	require.Error(t, err)
+	assert.Equal(t, int32(1), postsAfter.Load(), "one message before the rollback is noticed, none after")
+	assert.Equal(t, int32(2), gets.Load(), "read again once, before the next message")
+	require.ErrorIs(t, rep.Last, httpbinding.ErrNoDeclaration)
+
+	_, err = drain()
+	require.ErrorIs(t, err, httpbinding.ErrNoDeclaration)
+	assert.Equal(t, int32(1), postsAfter.Load(), "nothing sent at the next step")
+	assert.Equal(t, int32(3), gets.Load())
 }
