@@ -483,10 +483,13 @@ func (g *Gate) reuse() (Declaration, bool) {
 	return g.last, ok
 }
 
-// beforeSend is asked by the Client before each message. Once an answer
-// said that the receiver no longer accepts what was sent, it reads the
-// declaration again, and then returns nil only while the receiver
-// declares v2; otherwise nil: the Publisher asked Open before sending.
+// beforeSend is asked by the Client before each message. Before any
+// read it returns nil: the gate's Open, not the Client, decides. Once an
+// answer said that the receiver no longer accepts what was sent, it reads
+// the declaration again first. It returns nil while the last read
+// declared v2, and otherwise why not — the receiver declares no v2, or
+// the read failed —, until the next read: the gate then stays closed for
+// the rest of the Publisher's drain, without a read per message.
 func (g *Gate) beforeSend(ctx context.Context) error {
 	g.mu.Lock()
 	read, stale, err := g.read, g.seen != g.client.downgrades.Load(), g.err
