@@ -1,6 +1,7 @@
 package agent_test
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -11,7 +12,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/yachtmemory/sourcecatalog/agent"
+	"github.com/yachtmemory/sourcecatalog/examples"
 	"github.com/yachtmemory/sourcecatalog/httpbinding"
+	"github.com/yachtmemory/sourcecatalog/outbox"
 )
 
 // In auto mode the agent asks the receiver's declaration at each cycle's
@@ -23,7 +26,8 @@ func TestAutoGateFollowsTheDeclaration(t *testing.T) {
 	g := newRig(t, boat)
 	tokens, err := httpbinding.ParseTokens(strings.NewReader(httpbinding.TokenHash(token, vessel) + "\n"))
 	require.NoError(t, err)
-	h := httpbinding.NewHandler(g.shore, tokens, httpbinding.WithCapabilities(httpbinding.CapabilityRequestGzip))
+	// It states no max-age: it is rolled back within what it would state.
+	h := httpbinding.NewHandler(g.shore, tokens, httpbinding.WithCapabilities(httpbinding.CapabilityRequestGzip), httpbinding.WithDeclarationMaxAge(0))
 	var v2 atomic.Bool
 	var posts atomic.Int64
 	ts := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -69,4 +73,52 @@ func TestAutoGateFollowsTheDeclaration(t *testing.T) {
 	require.Len(t, off, 2, "cycles 1 and 3")
 	assert.Contains(t, off[0]["reason"], "answers no capability declaration")
 	assert.Equal(t, 3, len(g.pending()), "the third cycle's entries (3) wait")
+}
+
+// A Sender in auto mode reads the declaration once for two cycles'
+// publishing steps within the max-age the receiver states, and at each
+// step when it states none (SPEC.md §11.7).
+func TestSenderReusesTheDeclaration(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts []httpbinding.HandlerOption
+		gets int64
+	}{
+		{"default max-age", nil, 1},
+		{"no max-age", []httpbinding.HandlerOption{httpbinding.WithDeclarationMaxAge(0)}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			g := newRig(t, boat)
+			tokens, err := httpbinding.ParseTokens(strings.NewReader(httpbinding.TokenHash(token, vessel) + "\n"))
+			require.NoError(t, err)
+			h := httpbinding.NewHandler(g.shore, tokens, tc.opts...)
+			var gets, posts atomic.Int64
+			ts := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Method == http.MethodGet {
+					gets.Add(1)
+				} else {
+					posts.Add(1)
+				}
+				h.ServeHTTP(w, r)
+			}))
+			t.Cleanup(ts.Close)
+			cfg := g.config()
+			cfg.Transport = g.newClient(ts, token)
+			cfg.Gate = agent.GateAuto
+			s, err := agent.NewSender(cfg)
+			require.NoError(t, err)
+			for i := range 2 {
+				_, err := s.Commit(ctx, examples.Scaled(10+i))
+				require.NoError(t, err)
+				rep, err := s.Publish(ctx, outbox.DrainOptions{})
+				require.NoError(t, err, "cycle %d", i)
+				assert.Equal(t, outbox.Drained, rep.Outcome)
+				g.clock.Advance(agent.DefaultInterval)
+			}
+			assert.Equal(t, tc.gets, gets.Load(), "declaration GETs")
+			assert.Positive(t, posts.Load())
+			assert.Empty(t, g.pending())
+		})
+	}
 }

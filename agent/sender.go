@@ -22,8 +22,10 @@ type Gate int
 
 const (
 	// GateAuto, the default, reads the receiver's capability declaration
-	// (a GET on Config.URL, SPEC.md §11.7) before each publishing step
-	// and sends only while it declares protocol v2; it also gzips the
+	// (a GET on Config.URL, SPEC.md §11.7) before a publishing step —
+	// reusing it for the max-age the receiver states, unless an answer
+	// refuses what was sent (httpbinding.Gate) — and sends only while it
+	// declares protocol v2; it also gzips the
 	// requests when the receiver declares request_gzip (SPEC.md §11.1)
 	// and sends chunk references when it declares chunk_reference
 	// (SPEC.md §6.6). A receiver that answers no declaration, as the

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/yachtmemory/sourcecatalog"
 	"github.com/yachtmemory/sourcecatalog/canonical"
@@ -36,6 +37,14 @@ const (
 	MaxDeclaredName      = 64                     // bytes of one name
 	MaxDeclaredProtocols = 16
 	MaxCapabilities      = 64
+)
+
+// How long a declaration may be reused (SPEC.md §11.7): the max-age a
+// Handler states by default, and the most a sender reuses one for,
+// whatever the receiver states.
+const (
+	DefaultDeclarationMaxAge = 30 * time.Minute
+	MaxDeclarationMaxAge     = time.Hour
 )
 
 // knownCapabilities are the optional capabilities this library knows.
@@ -284,48 +293,92 @@ func (e *DeclarationError) Unwrap() error { return outbox.ErrCapabilityOff }
 //     failure, a timeout, an answer cut short or over
 //     MaxDeclarationSize bytes, a redirect, any other status — wraps
 //     sourcecatalog.ErrStoreUnavailable.
+//
+// It reads the declaration every time it is called; a Gate reuses one for
+// the max-age the receiver states.
 func (c *Client) Declaration(ctx context.Context) (Declaration, error) {
+	d, _, err := c.declaration(ctx)
+	return d, err
+}
+
+// declaration is Declaration, and also returns for how long the receiver
+// lets a declaration of v2 be reused (maxAge); 0 with an error.
+func (c *Client) declaration(ctx context.Context) (d Declaration, maxAge time.Duration, err error) {
 	req, err := c.newRequest(ctx, http.MethodGet, nil)
 	if err != nil {
-		return Declaration{}, err
+		return Declaration{}, 0, err
 	}
 	resp, err := c.do(req)
 	if err != nil {
-		return Declaration{}, transportErr(err)
+		return Declaration{}, 0, transportErr(err)
 	}
 	defer resp.Body.Close()
 	switch resp.StatusCode {
 	case http.StatusUnauthorized:
-		return Declaration{}, fmt.Errorf("httpbinding: %w", ErrUnauthorized)
+		return Declaration{}, 0, fmt.Errorf("httpbinding: %w", ErrUnauthorized)
 	case http.StatusNotFound, http.StatusMethodNotAllowed, http.StatusNotImplemented:
-		return Declaration{}, fmt.Errorf("%w: GET answered %d", ErrNoDeclaration, resp.StatusCode)
+		return Declaration{}, 0, fmt.Errorf("%w: GET answered %d", ErrNoDeclaration, resp.StatusCode)
 	case http.StatusOK:
 	default:
-		return Declaration{}, badAnswer(resp.StatusCode, "to the declaration's GET")
+		return Declaration{}, 0, badAnswer(resp.StatusCode, "to the declaration's GET")
 	}
 	if !isJSON(resp.Header.Get("Content-Type")) {
-		return Declaration{}, fmt.Errorf("%w: GET answered 200 of another media type than application/json", ErrNoDeclaration)
+		return Declaration{}, 0, fmt.Errorf("%w: GET answered 200 of another media type than application/json", ErrNoDeclaration)
 	}
 	text, err := io.ReadAll(io.LimitReader(resp.Body, MaxDeclarationSize+1))
 	if err != nil {
-		return Declaration{}, transportErr(fmt.Errorf("reading the declaration: %w", err))
+		return Declaration{}, 0, transportErr(fmt.Errorf("reading the declaration: %w", err))
 	}
 	if len(text) > MaxDeclarationSize {
 		// Like a receipt's (SPEC.md §11.6): an answer over the bound is a
 		// failed attempt, not a declaration.
-		return Declaration{}, badAnswer(resp.StatusCode, "declaration larger than 4096 bytes")
+		return Declaration{}, 0, badAnswer(resp.StatusCode, "declaration larger than 4096 bytes")
 	}
-	d, err := DecodeDeclaration(text)
+	d, err = DecodeDeclaration(text)
 	if err != nil {
-		return Declaration{}, &DeclarationError{Problem: located(err)}
+		return Declaration{}, 0, &DeclarationError{Problem: located(err)}
 	}
 	if !d.V2() {
-		return Declaration{}, &DeclarationError{
+		return Declaration{}, 0, &DeclarationError{
 			Problem:  sourcecatalog.Errorf(sourcecatalog.ErrUnsupported, "no "+ProtocolV2+" among the protocols declared").AtField("protocols"),
 			Declared: &d,
 		}
 	}
-	return d, nil
+	return d, declarationMaxAge(resp.Header.Values("Cache-Control")), nil
+}
+
+// declarationMaxAge reads the max-age of a declaration's Cache-Control
+// field lines (SPEC.md §11.7): 0 — no reuse — when there is none, when
+// no-store or no-cache is among the directives, when max-age is given
+// more than once or its value is not digits; at most
+// MaxDeclarationMaxAge, a value too large to parse included.
+func declarationMaxAge(lines []string) time.Duration {
+	var age time.Duration
+	seen := false
+	for _, line := range lines {
+		for _, dir := range strings.Split(line, ",") {
+			name, value, _ := strings.Cut(strings.TrimSpace(dir), "=")
+			switch strings.ToLower(strings.TrimSpace(name)) {
+			case "no-store", "no-cache":
+				return 0
+			case "max-age":
+				if seen {
+					return 0
+				}
+				seen = true
+				value = strings.TrimSpace(value)
+				if len(value) >= 2 && value[0] == '"' && value[len(value)-1] == '"' {
+					value = value[1 : len(value)-1]
+				}
+				n, err := strconv.ParseUint(value, 10, 32) // digits only: no sign
+				if err != nil && !errors.Is(err, strconv.ErrRange) {
+					return 0
+				}
+				age = time.Duration(min(n, uint64(MaxDeclarationMaxAge/time.Second))) * time.Second
+			}
+		}
+	}
+	return age
 }
 
 // located returns err, one of DecodeDeclaration's, as its
@@ -339,12 +392,25 @@ func located(err error) *sourcecatalog.Error {
 
 // A Gate is the capability gate of SPEC.md §7.5 in auto mode: an
 // outbox.Gate that opens only while the receiver declares protocol v2
-// (Client.Declaration), asking again at every Open — once per
-// outbox.Publisher.Drain. It is safe for concurrent use.
+// (Client.Declaration), asked at every Open — once per
+// outbox.Publisher.Drain. It reuses a declaration of v2 for the max-age
+// the receiver states with it, at most MaxDeclarationMaxAge, and reads it
+// again at the first Open after that; or after an answer of the receiver
+// to a message sent through its Client that says it no longer accepts
+// what was sent — 400, 404, 405, 415 or 501, or a refusal of class
+// unsupported — (SPEC.md §11.7). After such an answer the Client sends
+// nothing more until the declaration is read again: its next Send reads
+// it first, and sends only when the receiver still declares v2. A new
+// Gate reads it at its first Open. It is safe for concurrent use.
 type Gate struct {
 	client *Client
+	now    func() time.Time // the clock validity is measured on
 	mu     sync.Mutex
+	read   bool // a declaration was asked for
 	last   Declaration
+	err    error     // why the last read declared no v2
+	until  time.Time // last may be reused before then
+	seen   uint64    // client.downgrades when last was read
 }
 
 var _ outbox.Gate = (*Gate)(nil)
@@ -354,27 +420,44 @@ var _ outbox.Gate = (*Gate)(nil)
 // bodies while the receiver declares request_gzip, as with
 // WithRequestCompression (SPEC.md §11.1), and a Publisher with the gate
 // sends chunk references while it declares chunk_reference (SPEC.md §6.6;
-// outbox.ReferenceGate). Before a declaration is read, and after one
-// that names no v2, the gate is closed and both are off.
-func NewGate(c *Client) *Gate { return &Gate{client: c} }
+// outbox.ReferenceGate). Before a declaration is read, after one that
+// names no v2, and from an answer that says the receiver no longer
+// accepts what was sent until the declaration is read again, the gate
+// offers neither. The Client follows the last Gate made of it.
+func NewGate(c *Client) *Gate {
+	g := &Gate{client: c, now: time.Now}
+	c.gate.Store(g)
+	return g
+}
 
 var _ outbox.ReferenceGate = (*Gate)(nil)
 
 // ChunkReferences implements outbox.ReferenceGate: whether the last
-// declaration read named chunk_reference.
-func (g *Gate) ChunkReferences() bool { return g.Declared().Has(CapabilityChunkReference) }
+// declaration read named chunk_reference, and no answer since said that
+// the receiver no longer accepts what was sent.
+func (g *Gate) ChunkReferences() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.seen == g.client.downgrades.Load() && g.last.Has(CapabilityChunkReference)
+}
 
-// Open implements outbox.Gate: it reads the declaration and returns nil
-// when the receiver declares v2, ErrNoDeclaration or a *DeclarationError
-// (both wrapping outbox.ErrCapabilityOff) when it does not, and
-// Declaration's other errors for a failed attempt. declared describes
-// what the receiver declared, for logs: the declaration's canonical text,
-// or why there is none; "" after a failed attempt.
+// Open implements outbox.Gate: it returns nil when the receiver declares
+// v2, ErrNoDeclaration or a *DeclarationError (both wrapping
+// outbox.ErrCapabilityOff) when it does not, and Declaration's other
+// errors for a failed attempt. It reads the declaration unless the last
+// one read declared v2 and may still be reused (Gate). declared
+// describes what the receiver declared, for logs: the declaration's
+// canonical text, or why there is none; "" after a failed attempt.
 func (g *Gate) Open(ctx context.Context) (declared string, err error) {
-	d, err := g.client.Declaration(ctx)
+	if d, ok := g.reuse(); ok {
+		return d.String(), nil
+	}
+	seen, start := g.client.downgrades.Load(), g.now()
+	d, maxAge, err := g.client.declaration(ctx)
 	g.mu.Lock()
 	g.last = d // the zero Declaration unless v2 is declared: fail closed
-	g.client.declared.Store(d.Has(CapabilityRequestGzip))
+	g.until, g.seen, g.read, g.err = start.Add(maxAge), seen, true, err
+	g.client.declared.Store(d.Has(CapabilityRequestGzip) && seen == g.client.downgrades.Load())
 	g.mu.Unlock()
 	var de *DeclarationError
 	switch {
@@ -388,6 +471,39 @@ func (g *Gate) Open(ctx context.Context) (declared string, err error) {
 		return "none: " + strings.TrimPrefix(err.Error(), ErrNoDeclaration.Error()+": "), err
 	}
 	return "", err
+}
+
+// reuse returns the last declaration read when it declared v2, its
+// max-age has not passed since it was asked for, and no answer since said
+// that the receiver no longer accepts what was sent.
+func (g *Gate) reuse() (Declaration, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	ok := g.last.V2() && g.now().Before(g.until) && g.seen == g.client.downgrades.Load()
+	return g.last, ok
+}
+
+// beforeSend is asked by the Client before each message. Before any
+// read it returns nil: the gate's Open, not the Client, decides. Once an
+// answer said that the receiver no longer accepts what was sent, it reads
+// the declaration again first. It returns nil while the last read
+// declared v2, and otherwise why not — the receiver declares no v2, or
+// the read failed —, until the next read: the gate then stays closed for
+// the rest of the Publisher's drain, without a read per message.
+func (g *Gate) beforeSend(ctx context.Context) error {
+	g.mu.Lock()
+	read, stale, err := g.read, g.seen != g.client.downgrades.Load(), g.err
+	g.mu.Unlock()
+	switch {
+	case !read:
+		return nil
+	case stale:
+		_, err = g.Open(ctx)
+	}
+	if err != nil {
+		return fmt.Errorf("httpbinding: not sent, the receiver's declaration read again after an answer refusing what was sent: %w", err)
+	}
+	return nil
 }
 
 // Declared returns the last declaration of v2 the gate read, or the zero
@@ -434,7 +550,34 @@ func (h *Handler) declare(w http.ResponseWriter, r *http.Request, ev *reply) {
 		return
 	}
 	ev.Status, ev.Outcome = http.StatusOK, OutcomeDeclaration
+	cc := h.declarationAge
+	if cc == "" {
+		cc = declarationCacheControl(DefaultDeclarationMaxAge)
+	}
+	w.Header().Set("Cache-Control", cc)
 	writeAnswer(w, http.StatusOK, h.declaration)
+}
+
+// WithDeclarationMaxAge sets how long the Handler lets a sender reuse its
+// declaration before reading it again (SPEC.md §11.7): its GET is
+// answered with Cache-Control: private, max-age=N, N the whole seconds of
+// d, at most MaxDeclarationMaxAge (default DefaultDeclarationMaxAge).
+// Zero or less answers Cache-Control: no-store: read before every
+// publishing step. A sender learns of a capability added within this
+// time at the latest; one withdrawn it learns from the first answer
+// refusing it.
+func WithDeclarationMaxAge(d time.Duration) HandlerOption {
+	cc := declarationCacheControl(d)
+	return func(h *Handler) { h.declarationAge = cc }
+}
+
+// declarationCacheControl is the Cache-Control of a declaration reusable
+// for d.
+func declarationCacheControl(d time.Duration) string {
+	if d < time.Second {
+		return "no-store"
+	}
+	return "private, max-age=" + strconv.FormatInt(int64(min(d, MaxDeclarationMaxAge)/time.Second), 10)
 }
 
 var errGetWithBody = errors.New("httpbinding: a GET announced a body")

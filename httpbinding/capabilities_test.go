@@ -50,7 +50,7 @@ func TestDeclarationRoute(t *testing.T) {
 				require.Equal(t, http.StatusOK, a.status, "%s", a.body)
 				assert.Equal(t, tc.want, string(a.body))
 				assert.Equal(t, "application/json", a.header.Get("Content-Type"))
-				assert.Equal(t, "no-store", a.header.Get("Cache-Control"))
+				assert.Equal(t, "private, max-age=1800", a.header.Get("Cache-Control"))
 				d, err := r.client(t, &cert).Declaration(context.Background())
 				require.NoError(t, err)
 				assert.Equal(t, tc.want, d.String())

@@ -116,7 +116,12 @@ type Client struct {
 	token    string
 	compress bool
 	declared atomic.Bool // the last declaration its Gate read named request_gzip
-	hc       *http.Client
+	// downgrades counts the answers saying the receiver no longer accepts
+	// what was sent (noLongerAccepted): its Gate reads the declaration
+	// again after one.
+	downgrades atomic.Uint64
+	gate       atomic.Pointer[Gate] // the last NewGate of this Client
+	hc         *http.Client
 	// checkTLS: the transport is the caller's, so each https answer is
 	// checked for TLS 1.2 or later.
 	checkTLS bool
@@ -357,6 +362,11 @@ func (c *Client) Send(ctx context.Context, e outbox.Entry) (envelope.Receipt, er
 // counted.
 func (c *Client) SendCounted(ctx context.Context, e outbox.Entry) (envelope.Receipt, outbox.RequestBytes, error) {
 	var n outbox.RequestBytes
+	if g := c.gate.Load(); g != nil {
+		if err := g.beforeSend(ctx); err != nil {
+			return envelope.Receipt{}, n, err
+		}
+	}
 	wrapped := envelope.DefaultWrapper{}.Wrap(nil, e.EntityType, e.EntityKey, e.Payload)
 	if len(wrapped) > MaxRequestBody {
 		return envelope.Receipt{}, n, sourcecatalog.Errorf(sourcecatalog.ErrLimitExceeded, "the wrapped request is larger than 32768 bytes")
@@ -402,10 +412,31 @@ func (c *Client) SendCounted(ctx context.Context, e outbox.Entry) (envelope.Rece
 	}
 	answer, err := io.ReadAll(io.LimitReader(resp.Body, envelope.MaxAnswerSize+1))
 	if err != nil {
-		return envelope.Receipt{}, counted(), transportErr(fmt.Errorf("reading the %d answer: %w", resp.StatusCode, err))
+		err = transportErr(fmt.Errorf("reading the %d answer: %w", resp.StatusCode, err))
+	} else {
+		var rc envelope.Receipt
+		if rc, err = decodeAnswer(resp.StatusCode, resp.Header.Get("Content-Type"), answer); err == nil {
+			return rc, counted(), nil
+		}
 	}
-	rc, err := decodeAnswer(resp.StatusCode, resp.Header.Get("Content-Type"), answer)
-	return rc, counted(), err
+	if noLongerAccepted(resp.StatusCode, err) {
+		c.declared.Store(false) // no gzip on the strength of the old declaration
+		c.downgrades.Add(1)
+	}
+	return envelope.Receipt{}, counted(), err
+}
+
+// noLongerAccepted reports whether an answer to a message says that the
+// receiver no longer accepts what was sent (SPEC.md §11.7): 400 — a body
+// it could not read, or a receiver of another protocol —, 404, 405 or
+// 501 — no message route —, 415 — a media type or content coding it does
+// not take —, or a refusal of class unsupported.
+func noLongerAccepted(status int, err error) bool {
+	switch status {
+	case http.StatusBadRequest, http.StatusNotFound, http.StatusMethodNotAllowed, http.StatusUnsupportedMediaType, http.StatusNotImplemented:
+		return true
+	}
+	return errors.Is(err, sourcecatalog.ErrUnsupported)
 }
 
 // newRequest returns a request of method to the Client's endpoint, with

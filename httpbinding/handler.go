@@ -39,7 +39,8 @@ const (
 //	    (WWW-Authenticate from a Challenger; plain text, saying why a
 //	    client certificate was refused: RefusalReason)
 //	200 a GET: the capability declaration (WithCapabilities; SPEC.md
-//	    §11.7), or 400 for a GET announcing a body, which is not read
+//	    §11.7), with the max-age of WithDeclarationMaxAge, or 400 for a
+//	    GET announcing a body, which is not read
 //	415 a Content-Type other than application/json, or several, or a
 //	    Content-Encoding other than one gzip or identity (refusal unsupported)
 //	429 the vessel has its limit of requests in flight (refusal store_unavailable; Retry-After)
@@ -84,6 +85,7 @@ type Handler struct {
 	receiveTimeout  time.Duration
 	finalizeTimeout time.Duration
 	declaration     []byte // the canonical bytes a GET is answered with
+	declarationAge  string // its Cache-Control; "" for the default
 	refs            bool   // chunk references accepted (chunkref.go)
 }
 

@@ -172,7 +172,9 @@ func writeAnswer(w http.ResponseWriter, status int, body []byte) {
 	h := w.Header()
 	h.Set("Content-Type", ContentType)
 	h.Set("Content-Length", strconv.Itoa(len(body)))
-	h.Set("Cache-Control", "no-store")
+	if h.Get("Cache-Control") == "" { // the declaration's is its own
+		h.Set("Cache-Control", "no-store")
+	}
 	h.Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
 	_, _ = w.Write(body) // a client gone away is not the server's error
