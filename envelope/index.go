@@ -208,3 +208,15 @@ func (m *message) chunkSet(v int, field string) (ChunkSet, error) {
 	}
 	return s, nil
 }
+
+// ChunkRef returns the reference of chunk i of the index's snapshot
+// (SPEC.md §6.6): the digest listed at i with the manifest's revision,
+// snapshot_id and vessel_id. A receiver resolves it, with ChunkRef.Resolve,
+// exactly as a reference sent alone (§6.7 step 6).
+func (x *ManifestIndex) ChunkRef(i int) *ChunkRef {
+	m := &x.manifest
+	r := &ChunkRef{vesselID: m.VesselID, snapshotID: m.SnapshotID, revision: m.Revision, index: i, payload: x.payloads[i]}
+	r.canon = appendRefHead(nil, i, r.payload)
+	r.canon = append(r.canon, newChunkHeader(m.VesselID, m.SnapshotID, m.Revision).tail...)
+	return r
+}
