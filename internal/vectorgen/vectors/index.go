@@ -31,6 +31,7 @@ func init() {
 		"receipt/index-canonical", "receipt/index-none-missing", "receipt/index-missing-unsorted",
 		"receipt/index-missing-repeated", "receipt/index-missing-256", "receipt/index-missing-float",
 		"receipt/index-missing-absent", "receipt/manifest-with-missing-chunks", "receipt/index-with-chunk-index")
+	specSections["11.7"] = append(specSections["11.7"], "declaration/manifest-index")
 }
 
 // indexOf returns the manifest index of a base: its manifest with the
@@ -125,6 +126,9 @@ func indexReceiptVectors() ([]vector, error) {
 		badR("manifest-with-missing-chunks", m.with("missing_chunks", "[]"), "unknown-field", "missing_chunks").
 			note("only an index's receipt names missing chunks"),
 		badR("index-with-chunk-index", r.with("chunk_index", "0"), "unknown-field", "chunk_index"),
+		canonicalOK(apiDeclaration, "manifest-index",
+			`{"capabilities":["chunk_reference","manifest_index","request_gzip"],"protocols":["yachtmemory.source-catalog.v2"]}`).
+			note("manifest_index is a capability the protocol defines (SPEC.md 6.7), not an unknown name"),
 	}, nil
 }
 
