@@ -26,6 +26,7 @@ var indexCases = []testCase{
 	{"Retry", testIndexRetry},
 	{"Conflict", testIndexConflict},
 	{"ListedDisagrees", testIndexListedDisagrees},
+	{"Contradiction", testIndexContradiction},
 	{"Bounds", testIndexBounds},
 }
 
@@ -212,9 +213,14 @@ func testIndexConflict(t *testing.T, newStore NewStore) {
 	e.requireNoManifest(idOf(s2))
 
 	e.sendIndex(indexOf(t, s2), envelope.Staged, missingBut(len(s2.Chunks), e.resolves(), 1)...)
-	other := e.buildAs(idOf(s2), 2, inv.withSensors("zz", 3, "m"))
+	// The same chunks under another manifest (another discovery time).
+	other := e.buildAs(idOf(s2), 2, inv)
+	require.NotEqual(t, s2.Manifest.Canonical(), other.Manifest.Canonical(), "fixture: another manifest")
 	_, err = e.r.ReceiveManifestIndex(e.ctx, e.origin, indexOf(t, other).Canonical())
 	require.ErrorIs(t, err, sourcecatalog.ErrConflict, "another manifest for the snapshot")
+	other = e.buildAs(idOf(s2), 2, inv.withSensors("zz", 3, "m"))
+	_, err = e.r.ReceiveManifestIndex(e.ctx, e.origin, indexOf(t, other).Canonical())
+	require.ErrorIs(t, err, sourcecatalog.ErrConflict, "another manifest and other chunks")
 }
 
 // missingBut returns what an index finds missing: none but the staged
@@ -278,4 +284,21 @@ func testIndexBounds(t *testing.T, newStore NewStore) {
 	_, err := b.r.ReceiveManifestIndex(b.ctx, b.origin, x.Canonical())
 	require.ErrorIs(t, err, sourcecatalog.ErrStagingExhausted)
 	b.requireNothingStaged(idOf(s2))
+}
+
+// Contradiction: an index contradicting chunks staged before it — another
+// revision, an index at or beyond its chunk_count — is a conflict, as the
+// manifest it carries would be.
+func testIndexContradiction(t *testing.T, newStore NewStore) {
+	e, inv, s1 := refBoat(t, newStore)
+	s3 := e.build(3, inv)
+	e.deliver(chunkMessage(t, rebuilt(t, s1.Chunks[0], idOf(s3), 3, len(s3.Chunks)).Canonical()), envelope.Staged)
+	_, err := e.r.ReceiveManifestIndex(e.ctx, e.origin, indexOf(t, s3).Canonical())
+	require.ErrorIs(t, err, sourcecatalog.ErrConflict, "a chunk staged beyond chunk_count")
+	s4 := e.build(4, inv)
+	e.deliver(chunkMessage(t, rebuilt(t, s1.Chunks[0], idOf(s4), 5, 0).Canonical()), envelope.Staged)
+	_, err = e.r.ReceiveManifestIndex(e.ctx, e.origin, indexOf(t, s4).Canonical())
+	require.ErrorIs(t, err, sourcecatalog.ErrConflict, "a chunk of another revision")
+	e.requireNoManifest(idOf(s3))
+	e.requireNoManifest(idOf(s4))
 }
