@@ -103,6 +103,7 @@ func TestManifestIndexEntry(t *testing.T) {
 	rc, err := recv.ReceiveManifestIndex(ctx, origin, x.Payload)
 	require.NoError(t, err)
 	assert.Equal(t, x.Digest, rc.Digest, "the receipt carries the entry's digest")
+	assert.True(t, rc.Matches(x.Receipt()), "the receipt of the index matches its entry (SPEC.md §9.3)")
 	assert.Zero(t, rc.Missing.Len())
 	assert.True(t, rc.Complete)
 }
