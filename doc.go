@@ -64,6 +64,12 @@ const (
 	// only to a receiver that declared the capability chunk_reference
 	// (httpbinding.CapabilityChunkReference).
 	ChunkRefEntityType = "signalk_catalog_chunk_ref_v2"
+	// ManifestIndexEntityType names the outbox entity that carries a
+	// manifest with every chunk's payload_sha256 (SPEC.md §6.7), sent only
+	// to a receiver that declared the capability manifest_index
+	// (httpbinding.CapabilityManifestIndex). Its receipt has this entity
+	// type too, and names the chunks the receiver still needs.
+	ManifestIndexEntityType = "signalk_catalog_manifest_index_v2"
 
 	// Scope and Coverage are the only accepted values of the manifest's
 	// "scope" and "inventory_coverage". Other values are a future protocol

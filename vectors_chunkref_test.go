@@ -2,6 +2,7 @@ package sourcecatalog_test
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -57,4 +58,39 @@ func runResolve(t *testing.T, g *golden) {
 	assert.Equal(t, r.SnapshotID(), whole.SnapshotID())
 	assert.Equal(t, r.Revision(), whole.Revision())
 	assert.Equal(t, r.VesselID(), whole.VesselID())
+}
+
+// runIndex runs an index vector (SPEC.md §6.7): the index decodes to its
+// canonical bytes and again to itself, and carries the manifest it
+// stages, whose canonical bytes are the index's but payload_sha256s.
+func runIndex(t *testing.T, g *golden) {
+	x, err := envelope.DecodeManifestIndex(g.payload)
+	if !g.ok {
+		checkError(t, g, err)
+		checkTransformAgrees(t, g)
+		return
+	}
+	require.NoError(t, err)
+	checkCanonical(t, g, x.Canonical())
+	m := x.Manifest()
+	assert.Equal(t, g.fields["chunk-count"], strconv.Itoa(m.ChunkCount), "chunk-count")
+	assert.Equal(t, g.fields["record-count"], strconv.Itoa(m.RecordCount), "record-count")
+	assert.Equal(t, g.fields["document-sha256"], m.DocumentSHA256.String(), "document-sha256")
+	var ds []string
+	for i := range m.ChunkCount {
+		ds = append(ds, x.PayloadSHA256(i).String())
+	}
+	assert.Equal(t, g.fields["payload-sha256"], strings.Join(ds, ","), "payload-sha256")
+	assert.Equal(t, g.fields["manifest-sha256"], canonical.Sum(m.Canonical()).String(), "manifest-sha256")
+	again := checkReencodes(t, g, "index", x.Canonical(), envelope.DecodeManifestIndex)
+	assert.Equal(t, x, again)
+	same, err := envelope.NewManifestIndex(m, func() []canonical.Digest {
+		out := make([]canonical.Digest, m.ChunkCount)
+		for i := range out {
+			out[i] = x.PayloadSHA256(i)
+		}
+		return out
+	}())
+	require.NoError(t, err)
+	assert.Equal(t, string(x.Canonical()), string(same.Canonical()), "NewManifestIndex builds the same bytes")
 }

@@ -81,7 +81,7 @@ var classNames = func() map[string]error {
 	return m
 }()
 
-var apis = []string{"transform", "record", "records", "build", "manifest", "chunk", "snapshot", "receipt", "refusal", "signalk", "declaration", "chunkref", "resolve"}
+var apis = []string{"transform", "record", "records", "build", "manifest", "chunk", "snapshot", "receipt", "refusal", "signalk", "declaration", "chunkref", "resolve", "index"}
 
 // ---------------------------------------------------------------------------
 // The vector format
@@ -141,6 +141,7 @@ var headerKeys = map[string]bool{
 	"class": false, "record-index": false, "field": false,
 	"selection": false, "reason": false,
 	"v2": false, "capabilities": false, "unknown-capabilities": false,
+	"missing-chunks": false,
 }
 
 var snapshotOutputs = []string{
@@ -163,12 +164,13 @@ var okOutputs = map[string][]string{
 	"declaration": {"canonical-hex", "canonical-sha256", "v2", "capabilities", "unknown-capabilities"},
 	"chunkref":    {"canonical-hex", "canonical-sha256", "chunk-index", "payload-sha256"},
 	"resolve":     {"canonical-hex", "canonical-sha256", "record-count", "payload-sha256"},
+	"index":       {"canonical-hex", "canonical-sha256", "chunk-count", "record-count", "document-sha256", "payload-sha256", "manifest-sha256"},
 }
 
 var (
 	buildInputs    = []string{"vessel", "snapshot", "revision", "discovered-at"}
 	buildFlags     = []string{"truncated", "pagination-uncertain"}
-	syntaxAPIs     = map[string]bool{"transform": true, "record": true, "records": true, "manifest": true, "chunk": true, "receipt": true, "refusal": true, "declaration": true, "chunkref": true}
+	syntaxAPIs     = map[string]bool{"transform": true, "record": true, "records": true, "manifest": true, "chunk": true, "receipt": true, "refusal": true, "declaration": true, "chunkref": true, "index": true}
 	outputKeyNames = func() map[string]bool {
 		m := map[string]bool{}
 		for _, keys := range okOutputs {
@@ -316,6 +318,16 @@ func (g *golden) interpret(h map[string]string) error {
 			}
 			g.fields[k] = v
 		}
+		if g.api == "receipt" && g.fields["entity-type"] == sourcecatalog.ManifestIndexEntityType {
+			v, ok := take("missing-chunks")
+			if !ok {
+				return errors.New("a valid receipt vector of a manifest index needs missing-chunks")
+			}
+			if err := checkOutput("missing-chunks", v); err != nil {
+				return err
+			}
+			g.fields["missing-chunks"] = v
+		}
 		if len(g.where) > 0 {
 			return errors.New("a valid vector has no where")
 		}
@@ -377,7 +389,9 @@ func checkOutput(key, v string) error {
 			ok = ok && count.MatchString(d)
 		}
 	case "entity-type":
-		ok = v == sourcecatalog.ManifestEntityType || v == sourcecatalog.ChunkEntityType
+		ok = v == sourcecatalog.ManifestEntityType || v == sourcecatalog.ChunkEntityType || v == sourcecatalog.ManifestIndexEntityType
+	case "missing-chunks":
+		ok = v == "-" || declaredNames.MatchString(v) && !strings.ContainsAny(v, "abcdefghijklmnopqrstuvwxyz_.-")
 	case "status":
 		ok = v == string(envelope.Staged) || v == string(envelope.AlreadyReceived)
 	case "complete":
@@ -510,6 +524,8 @@ func TestVectors(t *testing.T) {
 				runChunkRef(t, g)
 			case "resolve":
 				runResolve(t, g)
+			case "index":
+				runIndex(t, g)
 			}
 		})
 	}
@@ -844,6 +860,9 @@ func runReceipt(t *testing.T, g *golden) {
 	assert.Equal(t, g.fields["complete"], strconv.FormatBool(r.Complete), "complete")
 	assert.Equal(t, r.EntityType == sourcecatalog.ChunkEntityType, r.ChunkIndex != sourcecatalog.NoIndex,
 		"a chunk index exactly on a chunk's receipt")
+	if r.EntityType == sourcecatalog.ManifestIndexEntityType {
+		assert.Equal(t, g.fields["missing-chunks"], missingText(r.Missing), "missing-chunks")
+	}
 	assert.Equal(t, receiptText(r), string(r.Canonical()), "receipt wire format")
 	again := checkReencodes(t, g, "receipt", r.Canonical(), envelope.DecodeReceipt)
 	assert.Equal(t, r, again)
@@ -922,8 +941,25 @@ func receiptText(r envelope.Receipt) string {
 	if r.ChunkIndex != sourcecatalog.NoIndex {
 		chunk = fmt.Sprintf(`"chunk_index":%d,`, r.ChunkIndex)
 	}
-	return fmt.Sprintf(`{%s"complete":%t,"entity_type":"%s","protocol":"%s","revision":%d,"sha256":"%s","snapshot_id":"%s","status":"%s","vessel_id":"%s"}`,
-		chunk, r.Complete, r.EntityType, sourcecatalog.Protocol, r.Revision, r.Digest, r.SnapshotID, r.Status, r.VesselID)
+	missing := ""
+	if r.EntityType == sourcecatalog.ManifestIndexEntityType {
+		missing = `,"missing_chunks":[` + strings.Trim(missingText(r.Missing), "-") + `]`
+	}
+	return fmt.Sprintf(`{%s"complete":%t,"entity_type":"%s"%s,"protocol":"%s","revision":%d,"sha256":"%s","snapshot_id":"%s","status":"%s","vessel_id":"%s"}`,
+		chunk, r.Complete, r.EntityType, missing, sourcecatalog.Protocol, r.Revision, r.Digest, r.SnapshotID, r.Status, r.VesselID)
+}
+
+// missingText writes a receipt's missing chunks as a vector's
+// missing-chunks: a comma list in ascending order, or - for none.
+func missingText(s envelope.ChunkSet) string {
+	var parts []string
+	for _, i := range s.Indices() {
+		parts = append(parts, strconv.Itoa(i))
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, ",")
 }
 
 // ---------------------------------------------------------------------------

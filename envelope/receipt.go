@@ -28,34 +28,44 @@ const (
 // of identical bytes gets a receipt that Matches the first, with status
 // AlreadyReceived.
 type Receipt struct {
-	EntityType string // sourcecatalog.ManifestEntityType or ChunkEntityType
+	EntityType string // sourcecatalog.ManifestEntityType, ChunkEntityType or ManifestIndexEntityType
 	VesselID   uuid.UUID
 	SnapshotID uuid.UUID
 	Revision   int64
 	ChunkIndex int // sourcecatalog.NoIndex for a manifest
 	// Digest is the SHA-256 acknowledged, sha256 on the wire: a chunk's
-	// payload_sha256, or the SHA-256 of a manifest's canonical bytes.
+	// payload_sha256, or the SHA-256 of a manifest's or a manifest
+	// index's canonical bytes.
 	Digest canonical.Digest
 	Status ReceiptStatus
 	// Complete reports that, after this message, the receiver holds the
 	// snapshot's manifest and every chunk: the server's cue to finalize.
 	Complete bool
+	// Missing is, for a manifest index's receipt only (missing_chunks on
+	// the wire), the chunk indices below chunk_count at which no chunk is
+	// staged after the message: the chunks the sender sends whole next
+	// (SPEC.md §6.7). Empty for the other entity types.
+	Missing ChunkSet
 }
 
 // Matches reports whether r and o acknowledge the same message: they are
-// equal but for Status and Complete, which a retry's receipt may change
-// (SPEC.md §9.3).
+// equal but for Status, Complete and Missing, which a retry's receipt may
+// change (SPEC.md §9.3).
 func (r Receipt) Matches(o Receipt) bool {
 	r.Status, o.Status = "", ""
 	r.Complete, o.Complete = false, false
+	r.Missing, o.Missing = ChunkSet{}, ChunkSet{}
 	return r == o
 }
 
 // Check reports the first member of r outside its domain, as DecodeReceipt
 // would: ErrUnsupported for another entity type, ErrInvalidValue otherwise.
 func (r Receipt) Check() error {
+	if r.EntityType != sourcecatalog.ManifestIndexEntityType && r.Missing != (ChunkSet{}) {
+		return sourcecatalog.Errorf(sourcecatalog.ErrUnknownField, "only a manifest index's receipt names missing chunks").AtField("missing_chunks")
+	}
 	switch r.EntityType {
-	case sourcecatalog.ManifestEntityType:
+	case sourcecatalog.ManifestEntityType, sourcecatalog.ManifestIndexEntityType:
 		if r.ChunkIndex != sourcecatalog.NoIndex {
 			return sourcecatalog.Errorf(sourcecatalog.ErrUnknownField, "a manifest's receipt has no chunk index").AtField("chunk_index")
 		}
@@ -91,7 +101,12 @@ func (r Receipt) Canonical() []byte {
 	b = strconv.AppendBool(b, r.Complete)
 	b = append(b, `,"entity_type":"`...)
 	b = append(b, r.EntityType...)
-	b = append(b, `","protocol":"`+sourcecatalog.Protocol+`","revision":`...)
+	b = append(b, '"')
+	if r.EntityType == sourcecatalog.ManifestIndexEntityType {
+		b = append(b, `,"missing_chunks":`...)
+		b = r.Missing.appendJSON(b)
+	}
+	b = append(b, `,"protocol":"`+sourcecatalog.Protocol+`","revision":`...)
 	b = strconv.AppendInt(b, r.Revision, 10)
 	b = append(b, `,"sha256":"`...)
 	b = r.Digest.AppendHex(b)
@@ -107,6 +122,7 @@ func (r Receipt) Canonical() []byte {
 var (
 	manifestReceiptFields = []string{"complete", "entity_type", "protocol", "revision", "sha256", "snapshot_id", "status", "vessel_id"}
 	chunkReceiptFields    = append([]string{"chunk_index"}, manifestReceiptFields...)
+	indexReceiptFields    = []string{"complete", "entity_type", "missing_chunks", "protocol", "revision", "sha256", "snapshot_id", "status", "vessel_id"}
 )
 
 // DecodeReceipt strictly decodes a receipt from JSON text in any member
@@ -115,7 +131,9 @@ var (
 // malformed JSON, a value other than an object (ErrInvalidValue), the
 // entity type (ErrMissingField when absent, ErrInvalidValue when not a
 // string, ErrUnsupported when not a v2 type), unknown and missing members,
-// then each value in canonical name order.
+// then each value in canonical name order: a manifest index's
+// missing_chunks is an array (ErrInvalidValue) of chunk indices
+// (ErrInvalidValue), each above the one before it (ErrIntegrity).
 func DecodeReceipt(raw []byte) (Receipt, error) {
 	msg, err := parseAnswer(raw)
 	if err != nil {
@@ -137,6 +155,9 @@ func DecodeReceipt(raw []byte) (Receipt, error) {
 	case sourcecatalog.ManifestEntityType:
 		r.EntityType = sourcecatalog.ManifestEntityType
 		fields = manifestReceiptFields
+	case sourcecatalog.ManifestIndexEntityType:
+		r.EntityType = sourcecatalog.ManifestIndexEntityType
+		fields = indexReceiptFields
 	default:
 		return Receipt{}, sourcecatalog.Errorf(sourcecatalog.ErrUnsupported, "not a v2 entity type").AtField("entity_type")
 	}
@@ -160,6 +181,8 @@ func (r *Receipt) decodeField(msg *message, name string, v int) error {
 		var n int64
 		n, err = msg.integer(v, name, 0, sourcecatalog.MaxChunks-1)
 		r.ChunkIndex = int(n)
+	case "missing_chunks":
+		r.Missing, err = msg.chunkSet(v, name)
 	case "complete":
 		r.Complete, err = msg.boolean(v, name, "must be true or false")
 	case "protocol":

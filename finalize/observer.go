@@ -39,7 +39,7 @@ const (
 type Event struct {
 	Kind EventKind
 	// Op names the Receiver method: "ReceiveManifest", "ReceiveChunk",
-	// "ReceiveChunkRef", "Finalize", or for EventRetry the method whose
+	// "ReceiveChunkRef", "ReceiveManifestIndex", "Finalize", or for EventRetry the method whose
 	// transaction was retried.
 	Op string
 	// Vessel is the vessel the call was for: for EventReceive the

@@ -29,6 +29,9 @@ const (
 	// CapabilityChunkReference: the receiver accepts a chunk sent by
 	// reference to a payload it already holds for that vessel.
 	CapabilityChunkReference = "chunk_reference"
+	// CapabilityManifestIndex: the receiver accepts a manifest index
+	// (SPEC.md §6.7) and answers it with the chunks it still needs.
+	CapabilityManifestIndex = "manifest_index"
 )
 
 // Bounds of a declaration (SPEC.md §11.7).
@@ -48,7 +51,7 @@ const (
 )
 
 // knownCapabilities are the optional capabilities this library knows.
-var knownCapabilities = map[string]bool{CapabilityRequestGzip: true, CapabilityChunkReference: true}
+var knownCapabilities = map[string]bool{CapabilityRequestGzip: true, CapabilityChunkReference: true, CapabilityManifestIndex: true}
 
 // A Declaration is a receiver's capability declaration (SPEC.md §11.7).
 // Each list is in canonical order, without repetition.

@@ -87,6 +87,7 @@ type Handler struct {
 	declaration     []byte // the canonical bytes a GET is answered with
 	declarationAge  string // its Cache-Control; "" for the default
 	refs            bool   // chunk references accepted (chunkref.go)
+	index           bool   // manifest indexes accepted (index.go)
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -141,6 +142,9 @@ func NewHandler(recv *finalize.Receiver, auth Authenticator, opts ...HandlerOpti
 		h.declaration = defaultDeclaration
 		if h.refs {
 			h.declaration = refsDeclaration
+		}
+		if h.index {
+			h.declaration = indexDeclaration(h.refs)
 		}
 	}
 	if h.observe == nil {
@@ -250,7 +254,7 @@ func readBody(w http.ResponseWriter, r *http.Request, gzipped bool) ([]byte, err
 // Check is refused as ErrStoreUnavailable: no answer claims what the store
 // did not make.
 func (h *Handler) receive(ctx context.Context, origin finalize.Origin, body []byte, ev *Event) (finalize.Staged, error) {
-	req, err := decodeRequest(body, h.refs)
+	req, err := decodeRequest(body, h.refs, h.index)
 	if err != nil {
 		return finalize.Staged{}, err
 	}
@@ -261,7 +265,9 @@ func (h *Handler) receive(ctx context.Context, origin finalize.Origin, body []by
 		return finalize.Staged{}, err
 	}
 	var st finalize.Staged
-	if ref != nil {
+	if req.entityType == sourcecatalog.ManifestIndexEntityType {
+		st, err = h.recv.StageManifestIndex(ctx, origin, req.payload)
+	} else if ref != nil {
 		st, err = h.recv.StageChunkRef(ctx, origin, ref)
 	} else if chunk != nil {
 		st, err = h.recv.StageChunk(ctx, origin, chunk)

@@ -37,8 +37,9 @@ var wrapperFields = []string{"entity_key", "entity_type", "payload"}
 // (ErrUnknownField) or missing (ErrMissingField) member in canonical name
 // order; a member that is not a string (ErrInvalidValue at it); an entity
 // type other than the v2 types (ErrUnsupported at entity_type), the chunk
-// reference type among them unless refs (SPEC.md §6.6).
-func decodeRequest(body []byte, refs bool) (request, error) {
+// reference type among them unless refs (SPEC.md §6.6), the manifest
+// index type unless index (§6.7).
+func decodeRequest(body []byte, refs, index bool) (request, error) {
 	v, err := canonical.Parse(body)
 	if err != nil {
 		return request{}, sourcecatalog.Wrap(sourcecatalog.ErrMalformedJSON, err)
@@ -62,7 +63,7 @@ func decodeRequest(body []byte, refs bool) (request, error) {
 		if mems[i].Value.Kind() != canonical.KindString {
 			return request{}, sourcecatalog.Errorf(sourcecatalog.ErrInvalidValue, "must be a string").AtField(name)
 		}
-		if name == "entity_type" && !knownType(mems[i].Value.Str(), refs) {
+		if name == "entity_type" && !knownType(mems[i].Value.Str(), refs, index) {
 			return request{}, sourcecatalog.Errorf(sourcecatalog.ErrUnsupported, "not a v2 entity type").AtField("entity_type")
 		}
 	}
@@ -70,9 +71,9 @@ func decodeRequest(body []byte, refs bool) (request, error) {
 }
 
 // knownType reports whether a request may carry entity type t.
-func knownType(t string, refs bool) bool {
+func knownType(t string, refs, index bool) bool {
 	return t == sourcecatalog.ManifestEntityType || t == sourcecatalog.ChunkEntityType ||
-		(refs && t == sourcecatalog.ChunkRefEntityType)
+		(refs && t == sourcecatalog.ChunkRefEntityType) || (index && t == sourcecatalog.ManifestIndexEntityType)
 }
 
 // checkKey refuses an entity key that does not name the decoded message
@@ -82,7 +83,8 @@ func knownType(t string, refs bool) bool {
 // (uuid.Nil when the payload does not decode) and, for a chunk or a chunk
 // reference, the decoded message, which the Receiver takes as it is. A
 // manifest, a few hundred bytes, the Receiver decodes again: it takes no
-// manifest value, which anyone can make.
+// manifest value, which anyone can make; so does a manifest index, whose
+// key is its manifest's.
 func (q request) checkKey() (uuid.UUID, *envelope.Chunk, *envelope.ChunkRef, error) {
 	var snapshot uuid.UUID
 	var want string
@@ -95,6 +97,12 @@ func (q request) checkKey() (uuid.UUID, *envelope.Chunk, *envelope.ChunkRef, err
 			return uuid.Nil, nil, nil, err
 		}
 		snapshot, want = r.SnapshotID(), envelope.ChunkKey(r.SnapshotID(), r.Index())
+	case sourcecatalog.ManifestIndexEntityType:
+		x, err := envelope.DecodeManifestIndex(q.payload)
+		if err != nil {
+			return uuid.Nil, nil, nil, err
+		}
+		snapshot, want = x.Manifest().SnapshotID, envelope.ManifestKey(x.Manifest().SnapshotID)
 	case sourcecatalog.ManifestEntityType:
 		m, err := envelope.DecodeManifest(q.payload)
 		if err != nil {

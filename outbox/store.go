@@ -102,7 +102,7 @@ type Entry struct {
 	VesselID   uuid.UUID
 	SnapshotID uuid.UUID
 	Revision   int64
-	EntityType string // sourcecatalog.ManifestEntityType or ChunkEntityType
+	EntityType string // sourcecatalog.ManifestEntityType or ChunkEntityType (IndexEntry: ManifestIndexEntityType)
 	EntityKey  string // envelope.ManifestKey or envelope.ChunkKey
 	ChunkIndex int    // sourcecatalog.NoIndex for the manifest
 	Payload    []byte // the entity's canonical bytes

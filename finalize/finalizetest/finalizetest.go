@@ -89,6 +89,7 @@ var groups = []suite.Group[NewStore]{
 	{"Crash", crashCases},
 	{"Concurrency", concurrencyCases},
 	{"ChunkRef", chunkRefCases},
+	{"ManifestIndex", indexCases},
 	{"Batch", batchCases},
 }
 

@@ -123,6 +123,7 @@ func Files() (map[string][]byte, error) {
 		{firstChunkRef, chunkRefVectors}, {firstResolve, resolveVectors}, {firstRefusal, refRefusalVectors},
 		{firstSignalKSettled, signalkSettledVectors},
 		{firstContentDefined, contentDefinedVectors},
+		{firstIndex, indexVectors}, {firstIndexReceipt, indexReceiptVectors},
 	}
 	var all []vector
 	var numbers []int
@@ -304,6 +305,8 @@ func outputs(v vector) ([]field, error) {
 		return chunkRefOutputs(v)
 	case apiResolve:
 		return resolveOutputs(v)
+	case apiIndex:
+		return indexOutputs(v)
 	case apiReceipt:
 		r, err := envelope.DecodeReceipt(v.payload)
 		if err != nil {
@@ -312,12 +315,16 @@ func outputs(v vector) ([]field, error) {
 		if v.hasWant && string(r.Canonical()) != v.want {
 			return nil, fmt.Errorf("the library disagrees:\n got %q\nwant %q", r.Canonical(), v.want)
 		}
-		return append(canonicalFields(r.Canonical()),
+		out := append(canonicalFields(r.Canonical()),
 			field{"entity-type", r.EntityType},
 			field{"chunk-index", index(r.ChunkIndex)},
 			field{"status", string(r.Status)},
 			field{"complete", strconv.FormatBool(r.Complete)},
-		), nil
+		)
+		if r.EntityType == sourcecatalog.ManifestIndexEntityType {
+			out = append(out, field{"missing-chunks", indexList(r.Missing.Indices())})
+		}
+		return out, nil
 	case apiRefusal:
 		f, err := envelope.DecodeRefusal(v.payload)
 		if err != nil {

@@ -32,7 +32,7 @@ func TestFilesDeterministic(t *testing.T) {
 	}
 	// Without gaps, but before a group that owns a range of numbers
 	// (firstDeclaration, firstChunkRef...), which starts at its range's first.
-	starts := map[int]bool{firstDeclaration: true, firstChunkRef: true, firstResolve: true, firstRefusal: true, firstSignalKSettled: true, firstContentDefined: true}
+	starts := map[int]bool{firstDeclaration: true, firstChunkRef: true, firstResolve: true, firstRefusal: true, firstSignalKSettled: true, firstContentDefined: true, firstIndex: true, firstIndexReceipt: true}
 	prev := 0
 	for i := 1; i <= 999; i++ {
 		if !numbers[fmt.Sprintf("%03d", i)] {
