@@ -41,6 +41,10 @@ type rigConfig struct {
 	timeouts httpbinding.Timeouts
 	opts     []httpbinding.HandlerOption
 	tlsMax   uint16 // the server's MaxVersion, 0 for the default
+	// http1 limits the server to HTTP/1.1, for the fault proxy, which
+	// takes each TLS record of the sender for a request and HTTP/2's
+	// SETTINGS, PING and WINDOW_UPDATE frames are records too.
+	http1 bool
 	// clientAuth, when set, replaces ServerTLSConfig's client
 	// certificate policy.
 	clientAuth *tls.ClientAuthType
@@ -101,6 +105,10 @@ func startRig(t *testing.T, cfg rigConfig) *rig {
 	}
 	srv, err := httpbinding.NewServer("", h, tc, cfg.timeouts, log.New(io.Discard, "", 0))
 	require.NoError(t, err)
+	if cfg.http1 {
+		srv.Protocols = new(http.Protocols)
+		srv.Protocols.SetHTTP1(true)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	r.addr = ln.Addr().String()
