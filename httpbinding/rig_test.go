@@ -45,6 +45,8 @@ type rigConfig struct {
 	// takes each TLS record of the sender for a request and HTTP/2's
 	// SETTINGS, PING and WINDOW_UPDATE frames are records too.
 	http1 bool
+	// wrap, when set, wraps the Handler the server serves.
+	wrap func(http.Handler) http.Handler
 	// clientAuth, when set, replaces ServerTLSConfig's client
 	// certificate policy.
 	clientAuth *tls.ClientAuthType
@@ -103,7 +105,11 @@ func startRig(t *testing.T, cfg rigConfig) *rig {
 	if cfg.clientAuth != nil {
 		tc.ClientAuth = *cfg.clientAuth
 	}
-	srv, err := httpbinding.NewServer("", h, tc, cfg.timeouts, log.New(io.Discard, "", 0))
+	var served http.Handler = h
+	if cfg.wrap != nil {
+		served = cfg.wrap(h)
+	}
+	srv, err := httpbinding.NewServer("", served, tc, cfg.timeouts, log.New(io.Discard, "", 0))
 	require.NoError(t, err)
 	if cfg.http1 {
 		srv.Protocols = new(http.Protocols)
