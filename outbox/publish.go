@@ -152,21 +152,29 @@ func WithGate(g Gate) PublisherOption {
 // 512, two maximal snapshots).
 func WithBatch(n int) PublisherOption { return func(p *Publisher) { p.batch = max(1, n) } }
 
-// DefaultInFlight is how many entries a Publisher keeps in flight at once
-// unless WithInFlight says otherwise: the receiver's default limit per
-// vessel (SPEC.md §11.5), so that a sender at its default is never
-// answered 429, and enough to send a 16-entry cycle over a link of long
-// round trips in 4 of them rather than 16.
-const DefaultInFlight = 4
-
 // WithInFlight sets how many entries one Publish pass sends at once
-// (default DefaultInFlight; at least 1): each on its own goroutine, over
-// the one Transport, which must then be safe for concurrent use (as
-// httpbinding.Client is; over HTTP/2 the requests share one connection).
-// Keep n at most the receiver's limit per vessel, or the sends beyond it
-// are answered 429 and stay pending. The outcomes are recorded in the
-// order of the entries whatever order they come in, and the store's calls
-// stay one at a time. With n = 1 entries are sent one after another.
+// (default 1; at least 1): each on its own goroutine, over the one
+// Transport, which must then be safe for concurrent use (as
+// httpbinding.Client is; over HTTP/2 its requests share one connection).
+// Over a link of long round trips, n = 4 sends a 16-entry cycle in 4 round
+// trips rather than 16, and matches the receiver's default limit per
+// vessel (SPEC.md §11.5, httpbinding.DefaultMaxInFlight): keep n at most
+// the receiver's limit, or the sends beyond it are answered 429 and stay
+// pending.
+//
+// The outcomes are taken in the order of the entries, whatever order
+// they come back in, by the goroutine that called Publish, which alone
+// calls the store, one WithVessel at a time: the Pass — its counts, its
+// bytes, its Failures in the order of the entries — and the entries'
+// states are those of a pass sending one at a time, except when the pass
+// stops (a conflict, a receipt for another entry, a failure NeedsOperator
+// holds for, the store or the context failing). Then no further entry is
+// sent, and those already in flight finish: they count in Sent and Bytes,
+// and their outcomes are recorded after the one the pass stopped at —
+// their receipts, unless the store or the context failed or the entry
+// belongs to the snapshot a conflict stopped, and their failures (a
+// receipt for another entry among them), counted in Failed and listed in
+// Failures after the entry the pass stopped at.
 func WithInFlight(n int) PublisherOption { return func(p *Publisher) { p.inFlight = max(1, n) } }
 
 // NewPublisher returns a Publisher of vessel's entries over t.
@@ -215,11 +223,14 @@ type Pass struct {
 	// ones included, as a CountedTransport reports them; zero over
 	// another Transport.
 	Bytes RequestBytes
-	// Failures lists, in the order sent, each entry that the pass did not
-	// deliver and why: every failed send (Failed of them), then the entry
-	// the pass stopped at when Publish returns an error about one (a
-	// conflict, a receipt for another entry, bytes that no longer match).
-	// It holds at most one element per entry of the pass.
+	// Failures lists, in the order of the entries (the order their sends
+	// start), each entry that the pass did not deliver and why: every
+	// failed send (Failed of them), then the entry the pass stopped at
+	// when Publish returns an error about one (a conflict, a receipt for
+	// another entry, bytes that no longer match), then — with
+	// WithInFlight above 1 — the failed sends of entries that were in
+	// flight when it stopped (in Failed too). It holds at most one
+	// element per entry of the pass.
 	Failures []Failure
 }
 
@@ -411,7 +422,8 @@ func (p *Publisher) take(ctx context.Context, e Entry, o outcome, pass *Pass, st
 
 // takeInFlight records the outcome of e, in flight when the pass stopped:
 // a receipt is recorded unless the store or the context failed, or e's
-// snapshot was stopped; a failure is listed, and stops nothing more.
+// snapshot was stopped; a failure, or a receipt for another entry, is
+// counted and listed, and stops nothing more.
 func (p *Publisher) takeInFlight(ctx context.Context, e Entry, o outcome, pass *Pass, st *stopping) {
 	switch {
 	case st.noRecord || e.SnapshotID == st.snapshot:
@@ -420,6 +432,7 @@ func (p *Publisher) takeInFlight(ctx context.Context, e Entry, o outcome, pass *
 		pass.Failures = append(pass.Failures, failure(e, o.err))
 	case !o.rc.Matches(e.Receipt()):
 		err := fmt.Errorf("%w: sent %s, receipt for %s/%d", ErrReceiptMismatch, e.EntityKey, o.rc.SnapshotID, o.rc.ChunkIndex)
+		pass.Failed++
 		pass.Failures = append(pass.Failures, failure(e, err))
 	default:
 		if p.delivered(ctx, e, o.rc, pass) != nil {
