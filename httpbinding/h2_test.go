@@ -22,6 +22,7 @@ import (
 	"github.com/yachtmemory/sourcecatalog"
 	"github.com/yachtmemory/sourcecatalog/envelope"
 	"github.com/yachtmemory/sourcecatalog/httpbinding"
+	"github.com/yachtmemory/sourcecatalog/outbox"
 )
 
 // The attacks of limits_test.go and gzip_test.go again over HTTP/2, and
@@ -518,4 +519,30 @@ func TestHTTP2HeaderBomb(t *testing.T) {
 	c.mu.Unlock()
 	assert.True(t, ok && v <= httpbinding.MaxHeaderBytes+320, "SETTINGS_MAX_HEADER_LIST_SIZE %d", v)
 	assert.Zero(t, g.calls.Load(), "the bomb reached the Handler")
+}
+
+// A Publisher with as many entries in flight as the receiver's limit per
+// vessel sends a cycle over one Client, over HTTP/2: every entry is
+// delivered, none is answered 429, the snapshot activates, and the
+// receiver never serves more than the limit at once.
+func TestHTTP2PublishInFlight(t *testing.T) {
+	var g gauge
+	r := startRig(t, rigConfig{wrap: g.wrap})
+	cert := r.ca.vessel(t, vesselA)
+	b := commitCycle(t, vesselA, uuid.Nil, "nav", 400)
+	require.Greater(t, len(b.entries), 2*httpbinding.DefaultMaxInFlight)
+	pub := outbox.NewPublisher(b.store, vesselA, r.client(t, &cert), outbox.WithReceiverV2(true), outbox.WithInFlight(httpbinding.DefaultMaxInFlight))
+	pass, err := pub.Publish(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, len(b.entries), pass.Delivered)
+	assert.Empty(t, pass.Failures)
+	for _, ev := range r.events.of(httpbinding.EventMessage) {
+		assert.Equal(t, http.StatusOK, ev.Status, "%s", ev.Outcome)
+	}
+	assert.Equal(t, g.calls.Load(), g.h2.Load(), "every request over HTTP/2")
+	assert.LessOrEqual(t, g.most.Load(), int64(httpbinding.DefaultMaxInFlight))
+	t.Logf("%d requests, at most %d at once", g.calls.Load(), g.most.Load())
+	active, err := r.recv.Active(context.Background(), vesselA)
+	require.NoError(t, err)
+	assert.Equal(t, b.snapID, active.SnapshotID)
 }
