@@ -210,7 +210,7 @@ func (e *credentialError) Unwrap() error {
 }
 
 // ServerTLSConfig returns the server's TLS configuration: TLS 1.2 at
-// least, HTTP/1.1 only, the server's certificate, and — when clientCAs is
+// least, HTTP/2 and HTTP/1.1 by ALPN, the server's certificate, and — when clientCAs is
 // not nil — a request for a client certificate of those authorities
 // (tls.RequestClientCert), which [MutualTLS] with the same clientCAs
 // verifies. The handshake refuses no client certificate, so that a
@@ -220,7 +220,7 @@ func ServerTLSConfig(cert tls.Certificate, clientCAs *x509.CertPool) *tls.Config
 	c := &tls.Config{
 		MinVersion:   tls.VersionTLS12,
 		Certificates: []tls.Certificate{cert},
-		NextProtos:   []string{"http/1.1"},
+		NextProtos:   []string{"h2", "http/1.1"},
 	}
 	if clientCAs != nil {
 		c.ClientCAs = clientCAs // named in the certificate request
@@ -231,7 +231,9 @@ func ServerTLSConfig(cert tls.Certificate, clientCAs *x509.CertPool) *tls.Config
 
 // ClientTLSConfig returns a sender's TLS configuration: TLS 1.2 at least,
 // the server verified against roots (the system's when nil), and cert as
-// the client certificate for [MutualTLS] when not nil.
+// the client certificate for [MutualTLS] when not nil. It offers
+// HTTP/1.1 only by ALPN, so that it fits any http.Transport; the Client's
+// own transport offers HTTP/2 first (NewClient).
 func ClientTLSConfig(roots *x509.CertPool, cert *tls.Certificate) *tls.Config {
 	c := &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: roots, NextProtos: []string{"http/1.1"}}
 	if cert != nil {

@@ -51,7 +51,7 @@ func (b *refBoard) activeIs(t *testing.T, r *rig, c outbox.Commit) {
 // reference, and is already_received.
 func TestChunkRefThroughFaults(t *testing.T) {
 	ctx := context.Background()
-	r := startRig(t, rigConfig{tlsMax: tls.VersionTLS12, opts: []httpbinding.HandlerOption{httpbinding.WithChunkReferences(true)}})
+	r := startRig(t, rigConfig{tlsMax: tls.VersionTLS12, http1: true, opts: []httpbinding.HandlerOption{httpbinding.WithChunkReferences(true)}})
 	p, err := faultproxy.Start(faultproxy.Config{Target: r.addr})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, p.Close()) })

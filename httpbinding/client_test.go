@@ -218,6 +218,12 @@ func TestNewServerRefuses(t *testing.T) {
 	assert.Equal(t, uint16(tls.VersionTLS12), srv.TLSConfig.MinVersion)
 	assert.Equal(t, tls.RequestClientCert, srv.TLSConfig.ClientAuth, "MutualTLS verifies, so that every refusal is a 401")
 	assert.True(t, srv.DisableGeneralOptionsHandler, "OPTIONS * is the Handler's")
+	assert.True(t, srv.Protocols.HTTP1() && srv.Protocols.HTTP2() && !srv.Protocols.UnencryptedHTTP2(), "HTTP/2 and HTTP/1.1 over TLS: %v", srv.Protocols)
+	assert.Equal(t, []string{"h2", "http/1.1"}, srv.TLSConfig.NextProtos)
+	require.NotNil(t, srv.HTTP2, "HTTP/2's bounds are set, not left to net/http")
+	assert.Equal(t, 16, srv.HTTP2.MaxConcurrentStreams)
+	assert.Equal(t, 16<<10, srv.HTTP2.MaxReadFrameSize)
+	assert.Equal(t, 4<<10, srv.HTTP2.MaxDecoderHeaderTableSize)
 
 	// The same bounds, without TLS.
 	plain := httpbinding.NewInsecureServer(":0", h, httpbinding.Timeouts{Read: time.Second}, nil)
@@ -228,9 +234,9 @@ func TestNewServerRefuses(t *testing.T) {
 		"WriteTimeout":                 {srv.WriteTimeout, plain.WriteTimeout},
 		"IdleTimeout":                  {srv.IdleTimeout, plain.IdleTimeout},
 		"MaxHeaderBytes":               {srv.MaxHeaderBytes, plain.MaxHeaderBytes},
-		"Protocols":                    {srv.Protocols.String(), plain.Protocols.String()},
 		"DisableGeneralOptionsHandler": {srv.DisableGeneralOptionsHandler, plain.DisableGeneralOptionsHandler},
 	} {
 		assert.Equal(t, v[0], v[1], name)
 	}
+	assert.Equal(t, "{HTTP1}", plain.Protocols.String(), "no unencrypted HTTP/2")
 }

@@ -23,9 +23,10 @@
 // given with [WithCapabilities].
 //
 // [NewServer] returns an http.Server hardened for the open network:
-// TLS 1.2 at least, HTTP/1.1 only, read-header, read, write and idle
-// timeouts, a header cap; the Handler adds a per-vessel limit of requests
-// in flight. [NewInsecureServer] has the same bounds over plain HTTP, for
+// TLS 1.2 at least, HTTP/2 and HTTP/1.1, read-header, read, write and idle
+// timeouts, a header cap, HTTP/2's streams, frames and header tables
+// bounded; the Handler adds a per-vessel limit of requests in flight.
+// [NewInsecureServer] has the same bounds over plain HTTP/1.1, for
 // a Handler built with [InsecureNoAuth] or [TrustedProxy]. An [Observer]
 // is told of every request, Finalize and reconciliation, for logs and
 // metrics, without this package importing a metrics library. [Health]

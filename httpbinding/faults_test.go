@@ -26,7 +26,7 @@ func TestLostAnswersAreResent(t *testing.T) {
 	}{{"connection reset", faultproxy.Reset}, {"answer cut midway", faultproxy.Cut}} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			r := startRig(t, rigConfig{tlsMax: tls.VersionTLS12}) // the proxy reads TLS 1.2 records
+			r := startRig(t, rigConfig{tlsMax: tls.VersionTLS12, http1: true}) // the proxy reads TLS 1.2 records
 			p, err := faultproxy.Start(faultproxy.Config{Target: r.addr})
 			require.NoError(t, err)
 			t.Cleanup(func() { require.NoError(t, p.Close()) })

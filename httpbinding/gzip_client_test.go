@@ -197,7 +197,7 @@ func TestPublishCompressed(t *testing.T) {
 // snapshot activates.
 func TestCompressedBodyCutIsResent(t *testing.T) {
 	ctx := context.Background()
-	r := startRig(t, rigConfig{tlsMax: tls.VersionTLS12})
+	r := startRig(t, rigConfig{tlsMax: tls.VersionTLS12, http1: true})
 	p, err := faultproxy.Start(faultproxy.Config{Target: r.addr})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, p.Close()) })

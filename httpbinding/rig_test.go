@@ -41,6 +41,12 @@ type rigConfig struct {
 	timeouts httpbinding.Timeouts
 	opts     []httpbinding.HandlerOption
 	tlsMax   uint16 // the server's MaxVersion, 0 for the default
+	// http1 limits the server to HTTP/1.1, for the fault proxy, which
+	// takes each TLS record of the sender for a request and HTTP/2's
+	// SETTINGS, PING and WINDOW_UPDATE frames are records too.
+	http1 bool
+	// wrap, when set, wraps the Handler the server serves.
+	wrap func(http.Handler) http.Handler
 	// clientAuth, when set, replaces ServerTLSConfig's client
 	// certificate policy.
 	clientAuth *tls.ClientAuthType
@@ -99,8 +105,16 @@ func startRig(t *testing.T, cfg rigConfig) *rig {
 	if cfg.clientAuth != nil {
 		tc.ClientAuth = *cfg.clientAuth
 	}
-	srv, err := httpbinding.NewServer("", h, tc, cfg.timeouts, log.New(io.Discard, "", 0))
+	var served http.Handler = h
+	if cfg.wrap != nil {
+		served = cfg.wrap(h)
+	}
+	srv, err := httpbinding.NewServer("", served, tc, cfg.timeouts, log.New(io.Discard, "", 0))
 	require.NoError(t, err)
+	if cfg.http1 {
+		srv.Protocols = new(http.Protocols)
+		srv.Protocols.SetHTTP1(true)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	r.addr = ln.Addr().String()

@@ -118,6 +118,7 @@ type Publisher struct {
 	transport Transport
 	gate      Gate
 	batch     int
+	inFlight  int
 	refs      bool
 
 	mu    sync.Mutex
@@ -151,9 +152,34 @@ func WithGate(g Gate) PublisherOption {
 // 512, two maximal snapshots).
 func WithBatch(n int) PublisherOption { return func(p *Publisher) { p.batch = max(1, n) } }
 
+// WithInFlight sets how many entries one Publish pass sends at once
+// (default 1; at least 1): each on its own goroutine, over the one
+// Transport, which must then be safe for concurrent use (as
+// httpbinding.Client is; over HTTP/2 its requests share one connection).
+// Over a link of long round trips, n = 4 sends a 16-entry cycle in 4 round
+// trips rather than 16, and matches the receiver's default limit per
+// vessel (SPEC.md §11.5, httpbinding.DefaultMaxInFlight): keep n at most
+// the receiver's limit, or the sends beyond it are answered 429 and stay
+// pending.
+//
+// The outcomes are taken in the order of the entries, whatever order
+// they come back in, by the goroutine that called Publish, which alone
+// calls the store, one WithVessel at a time: the Pass — its counts, its
+// bytes, its Failures in the order of the entries — and the entries'
+// states are those of a pass sending one at a time, except when the pass
+// stops (a conflict, a receipt for another entry, a failure NeedsOperator
+// holds for, the store or the context failing). Then no further entry is
+// sent, and those already in flight finish: they count in Sent and Bytes,
+// and their outcomes are recorded after the one the pass stopped at —
+// their receipts, unless the store or the context failed or the entry
+// belongs to the snapshot a conflict stopped, and their failures (a
+// receipt for another entry among them), counted in Failed and listed in
+// Failures after the entry the pass stopped at.
+func WithInFlight(n int) PublisherOption { return func(p *Publisher) { p.inFlight = max(1, n) } }
+
 // NewPublisher returns a Publisher of vessel's entries over t.
 func NewPublisher(store Store, vessel uuid.UUID, t Transport, opts ...PublisherOption) *Publisher {
-	p := &Publisher{store: store, vessel: vessel, transport: t, gate: fixedGate(false), batch: 512}
+	p := &Publisher{store: store, vessel: vessel, transport: t, gate: fixedGate(false), batch: 512, inFlight: 1}
 	for _, o := range opts {
 		o(p)
 	}
@@ -197,11 +223,14 @@ type Pass struct {
 	// ones included, as a CountedTransport reports them; zero over
 	// another Transport.
 	Bytes RequestBytes
-	// Failures lists, in the order sent, each entry that the pass did not
-	// deliver and why: every failed send (Failed of them), then the entry
-	// the pass stopped at when Publish returns an error about one (a
-	// conflict, a receipt for another entry, bytes that no longer match).
-	// It holds at most one element per entry of the pass.
+	// Failures lists, in the order of the entries (the order their sends
+	// start), each entry that the pass did not deliver and why: every
+	// failed send (Failed of them), then the entry the pass stopped at
+	// when Publish returns an error about one (a conflict, a receipt for
+	// another entry, bytes that no longer match), then — with
+	// WithInFlight above 1 — the failed sends of entries that were in
+	// flight when it stopped (in Failed too). It holds at most one
+	// element per entry of the pass.
 	Failures []Failure
 }
 
@@ -269,6 +298,13 @@ func (p *Publisher) open(ctx context.Context) (string, error) {
 }
 
 // publish is Publish past the gate.
+//
+// Sends run on up to p.inFlight goroutines, started in the order of
+// pending; this goroutine takes their outcomes in the same order and alone
+// writes to the Pass and to the store, one WithVessel call at a time, so
+// that the store's calls stay serialised (Store) and the Pass is what a
+// pass sending one entry at a time would report, bar the entries in
+// flight when it stops.
 func (p *Publisher) publish(ctx context.Context) (Pass, error) {
 	var pending []Entry
 	var refs map[refKey]bool
@@ -283,64 +319,142 @@ func (p *Publisher) publish(ctx context.Context) (Pass, error) {
 	if err != nil {
 		return Pass{}, classed(err)
 	}
-	var pass Pass
-	for i, e := range pending {
-		// left is what stays pending when the pass stops at e.
-		left := func() int { return pass.Failed + len(pending) - i }
-		c, err := checkEntry(e)
-		if err != nil {
-			pass.Remaining = left()
-			pass.Failures = append(pass.Failures, failure(e, err))
-			return pass, err
-		}
-		var ref *envelope.ChunkRef
-		if refs[refKey{e.SnapshotID, e.ChunkIndex}] {
-			ref = envelope.NewChunkRef(c)
-		}
-		pass.Sent++
-		rc, err := p.send(ctx, e, ref, &pass)
-		switch {
-		case errors.Is(err, sourcecatalog.ErrConflict):
-			pass.Remaining = left()
-			pass.Failures = append(pass.Failures, failure(e, err))
-			if serr := p.stop(ctx, e.SnapshotID); serr != nil {
-				// Not stopped: the next pass meets the conflict again.
-				return pass, classed(fmt.Errorf("outbox: %s: stopping snapshot %s after a conflict (%v): %w", e.EntityKey, e.SnapshotID, err, serr))
+	outcomes := make([]chan outcome, len(pending))
+	started := 0
+	var unsendable error // why pending[started] cannot be sent
+	start := func(upto int) {
+		for ; unsendable == nil && started < min(upto, len(pending)); started++ {
+			e := pending[started]
+			c, err := checkEntry(e)
+			if err != nil {
+				unsendable = err
+				return
 			}
-			return pass, fmt.Errorf("outbox: %s: publishing of snapshot %s stopped: %w", e.EntityKey, e.SnapshotID, err)
-		case err != nil:
-			pass.Failed++
-			pass.Failures = append(pass.Failures, failure(e, err))
-			if ctx.Err() != nil {
-				pass.Remaining = left() - 1
-				return pass, classed(ctx.Err())
+			var ref *envelope.ChunkRef
+			if refs[refKey{e.SnapshotID, e.ChunkIndex}] {
+				ref = envelope.NewChunkRef(c)
 			}
-			if NeedsOperator(err) {
-				pass.Remaining = left() - 1
-				return pass, fmt.Errorf("outbox: %s: sending stopped until an operator acts: %w", e.EntityKey, classed(err))
-			}
-			continue
-		case !rc.Matches(e.Receipt()):
-			pass.Remaining = left()
-			err := fmt.Errorf("%w: sent %s, receipt for %s/%d", ErrReceiptMismatch, e.EntityKey, rc.SnapshotID, rc.ChunkIndex)
-			pass.Failures = append(pass.Failures, failure(e, err))
-			return pass, err
-		}
-		err = p.store.WithVessel(ctx, p.vessel, func(tx Tx) error {
-			return tx.SetState(ctx, e.SnapshotID, e.ChunkIndex, Delivered)
-		})
-		if err != nil {
-			pass.Remaining = left()
-			return pass, classed(err)
-		}
-		p.forget(e)
-		pass.Delivered++
-		if rc.Status == envelope.AlreadyReceived {
-			pass.AlreadyReceived++
+			ch := make(chan outcome, 1)
+			outcomes[started] = ch
+			go func() {
+				var o outcome
+				o.rc, o.err = p.send(ctx, e, ref, &o.counts)
+				ch <- o
+			}()
 		}
 	}
-	pass.Remaining = pass.Failed
-	return pass, nil
+	var pass Pass
+	var st stopping
+	for i := 0; i < len(pending); i++ {
+		if st.err == nil {
+			start(i + p.inFlight)
+		}
+		if i >= started {
+			if st.err == nil { // pending[i] is unsendable
+				pass.Failures = append(pass.Failures, failure(pending[i], unsendable))
+				st.err = unsendable
+			}
+			break
+		}
+		o := <-outcomes[i]
+		pass.Sent++
+		pass.Bytes.add(o.counts.Bytes)
+		pass.Referenced += o.counts.Referenced
+		pass.SentWhole += o.counts.SentWhole
+		if st.err == nil {
+			p.take(ctx, pending[i], o, &pass, &st)
+		} else {
+			p.takeInFlight(ctx, pending[i], o, &pass, &st)
+		}
+	}
+	pass.Remaining = len(pending) - pass.Delivered
+	return pass, st.err
+}
+
+// An outcome is what sending one entry came to.
+type outcome struct {
+	rc     envelope.Receipt
+	err    error
+	counts Pass // the send's Bytes, Referenced and SentWhole
+}
+
+// stopping is why a pass stopped: err, nil while it goes on; the snapshot
+// a conflict stopped; and whether the entries still in flight may be
+// recorded in the store (not after the store or the context failed).
+type stopping struct {
+	err      error
+	snapshot uuid.UUID
+	noRecord bool
+}
+
+// take records the outcome of e, sent while the pass goes on, in pass and
+// the store, and sets st when the pass stops at e.
+func (p *Publisher) take(ctx context.Context, e Entry, o outcome, pass *Pass, st *stopping) {
+	err := o.err
+	switch {
+	case errors.Is(err, sourcecatalog.ErrConflict):
+		pass.Failures = append(pass.Failures, failure(e, err))
+		st.snapshot = e.SnapshotID
+		if serr := p.stop(ctx, e.SnapshotID); serr != nil {
+			// Not stopped: the next pass meets the conflict again.
+			st.err, st.noRecord = classed(fmt.Errorf("outbox: %s: stopping snapshot %s after a conflict (%v): %w", e.EntityKey, e.SnapshotID, err, serr)), true
+			return
+		}
+		st.err = fmt.Errorf("outbox: %s: publishing of snapshot %s stopped: %w", e.EntityKey, e.SnapshotID, err)
+	case err != nil:
+		pass.Failed++
+		pass.Failures = append(pass.Failures, failure(e, err))
+		if ctx.Err() != nil {
+			st.err, st.noRecord = classed(ctx.Err()), true
+		} else if NeedsOperator(err) {
+			st.err = fmt.Errorf("outbox: %s: sending stopped until an operator acts: %w", e.EntityKey, classed(err))
+		}
+	case !o.rc.Matches(e.Receipt()):
+		err := fmt.Errorf("%w: sent %s, receipt for %s/%d", ErrReceiptMismatch, e.EntityKey, o.rc.SnapshotID, o.rc.ChunkIndex)
+		pass.Failures = append(pass.Failures, failure(e, err))
+		st.err = err
+	default:
+		if err := p.delivered(ctx, e, o.rc, pass); err != nil {
+			st.err, st.noRecord = classed(err), true
+		}
+	}
+}
+
+// takeInFlight records the outcome of e, in flight when the pass stopped:
+// a receipt is recorded unless the store or the context failed, or e's
+// snapshot was stopped; a failure, or a receipt for another entry, is
+// counted and listed, and stops nothing more.
+func (p *Publisher) takeInFlight(ctx context.Context, e Entry, o outcome, pass *Pass, st *stopping) {
+	switch {
+	case st.noRecord || e.SnapshotID == st.snapshot:
+	case o.err != nil:
+		pass.Failed++
+		pass.Failures = append(pass.Failures, failure(e, o.err))
+	case !o.rc.Matches(e.Receipt()):
+		err := fmt.Errorf("%w: sent %s, receipt for %s/%d", ErrReceiptMismatch, e.EntityKey, o.rc.SnapshotID, o.rc.ChunkIndex)
+		pass.Failed++
+		pass.Failures = append(pass.Failures, failure(e, err))
+	default:
+		if p.delivered(ctx, e, o.rc, pass) != nil {
+			st.noRecord = true
+		}
+	}
+}
+
+// delivered marks e delivered in the store, and counts it in pass.
+func (p *Publisher) delivered(ctx context.Context, e Entry, rc envelope.Receipt, pass *Pass) error {
+	err := p.store.WithVessel(ctx, p.vessel, func(tx Tx) error {
+		return tx.SetState(ctx, e.SnapshotID, e.ChunkIndex, Delivered)
+	})
+	if err != nil {
+		return err
+	}
+	p.forget(e)
+	pass.Delivered++
+	if rc.Status == envelope.AlreadyReceived {
+		pass.AlreadyReceived++
+	}
+	return nil
 }
 
 // stop marks every pending entry of a snapshot stopped.

@@ -106,6 +106,10 @@ func startHTTP(cfg HTTPLink, seed uint64, recv *finalize.Receiver, vessel uuid.U
 	}), tc, httpbinding.Timeouts{}, log.New(io.Discard, "", 0)); err != nil {
 		return nil, err
 	}
+	// The proxy takes each TLS record of the sender for a request: HTTP/1.1
+	// only, as HTTP/2's SETTINGS, PING and WINDOW_UPDATE are records too.
+	l.srv.Protocols = new(http.Protocols)
+	l.srv.Protocols.SetHTTP1(true)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("demo: %w", err)

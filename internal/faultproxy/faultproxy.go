@@ -13,7 +13,10 @@
 // too: a server that sends a ticket after the client's Finished would have
 // the ticket taken for an answer. Go's server sends its tickets before,
 // but limit the server to TLS 1.2 (tls.Config.MaxVersion) all the same;
-// the proxy does not check.
+// the proxy does not check. Limit it to HTTP/1.1 as well
+// (http.Server.Protocols): HTTP/2's SETTINGS, PING and WINDOW_UPDATE
+// frames travel as application data and would be taken for requests and
+// answers.
 //
 // Which answers break is decided one answer at a time, in the order the
 // answers reach the proxy, by a generator seeded with Config.Seed: a
