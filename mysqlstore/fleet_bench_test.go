@@ -408,7 +408,11 @@ func TestFleetReceiveStatements(t *testing.T) {
 	for rev := int64(1); rev <= 2; rev++ {
 		snap := build(t, vessel, rev, records)
 		o := finalize.Origin{VesselID: vessel}
-		newVessel, activation := 0, 6 // a new revision of an identical document: the index and items are not touched
+		// A new revision of an identical document: the index and items are
+		// not touched; the active snapshot's chunks are read, to verify
+		// the staged set by identity with them instead of decoding it
+		// (SPEC.md §8.4).
+		newVessel, activation := 0, 7
 		if rev == 1 {
 			newVessel = 1   // the Store asks once whether the server runs Galera
 			activation = 11 // the first activation reads the index and writes it, and the items of each kind
