@@ -108,7 +108,12 @@ type Config struct {
 	// binding (then Gate must be GateOn or GateOff).
 	Transport outbox.Transport
 	// Publisher are more Publisher options, applied after the gate's
-	// (the last gate option given wins).
+	// (the last gate option given wins). Over the Client NewSender builds
+	// from URL, the Publisher keeps httpbinding.DefaultMaxInFlight
+	// entries in flight, the receiver's default limit per vessel
+	// (outbox.WithInFlight): an outbox.WithInFlight here sets another
+	// number, such as 1 for a receiver configured with a lower limit.
+	// Over a Transport of the caller's it keeps 1, unless set here.
 	Publisher []outbox.PublisherOption
 
 	Discoverer Discoverer // the Agent's scans
