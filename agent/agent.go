@@ -296,7 +296,7 @@ func (a *Agent) drain(ctx context.Context, s *state) {
 	rep, err := a.sender.Publish(ctx, outbox.DrainOptions{Backoff: a.cfg.Backoff, Until: s.due(), Clock: a.cfg.Clock})
 	a.noteDeclared(s, rep.Declared)
 	attrs := []any{"outcome", string(rep.Outcome), "passes", rep.Passes, "sent", rep.Sent, "delivered", rep.Delivered,
-		"already_received", rep.AlreadyReceived, "failed", rep.Failed, "referenced", rep.Referenced,
+		"already_received", rep.AlreadyReceived, "failed", rep.Failed, "referenced", rep.Referenced, "indexed", rep.Indexed,
 		"bytes_sent", rep.Bytes.Sent, "bytes_uncompressed", rep.Bytes.Uncompressed}
 	if len(rep.Stopped) > 0 {
 		stopped := make([]string, len(rep.Stopped))

@@ -222,7 +222,8 @@ func (s *Sender) Commit(ctx context.Context, records []*catalog.Record) (outbox.
 // A Report says what Publish did.
 type Report struct {
 	// DrainReport sums every pass, over the drains of a Publish: the
-	// entries sent, delivered and sent by reference (Referenced), and the
+	// entries sent, delivered, sent by reference (Referenced) and
+	// delivered by a manifest index without being sent (Indexed), and the
 	// request bytes as sent and uncompressed (Bytes).
 	outbox.DrainReport
 	// Pending is the number of the vessel's entries pending when Publish
@@ -286,6 +287,7 @@ func (r *Report) add(d outbox.DrainReport) {
 	r.Failed += d.Failed
 	r.Referenced += d.Referenced
 	r.SentWhole += d.SentWhole
+	r.Indexed += d.Indexed
 	r.Bytes.Sent += d.Bytes.Sent
 	r.Bytes.Uncompressed += d.Bytes.Uncompressed
 	r.Stopped = append(r.Stopped, d.Stopped...)
