@@ -67,6 +67,8 @@ func (l *indexLink) Send(ctx context.Context, e outbox.Entry) (envelope.Receipt,
 		receive = l.recv.ReceiveManifest
 	case sourcecatalog.ManifestIndexEntityType:
 		receive = l.recv.ReceiveManifestIndex
+	case sourcecatalog.ChunkRefEntityType:
+		receive = l.recv.ReceiveChunkRef
 	}
 	rc, err := receive(ctx, l.origin, e.Payload)
 	if err != nil {
@@ -324,4 +326,52 @@ func TestPublishManifestIndexInFlight(t *testing.T) {
 	require.Equal(t, len(a.Entries)+len(b.Entries), pass.Delivered)
 	require.Zero(t, g.link.overlap)
 	g.requireActive(b)
+}
+
+// The chunks an index's receipt names missing are sent whole, never as
+// references: the receiver just failed to resolve them from their digest.
+func TestPublishManifestIndexMissingWhole(t *testing.T) {
+	g := newIndexRig(t)
+	first := g.commit(-1)
+	_, _, err := g.publish()
+	require.NoError(t, err)
+	other := g.commit(0) // another document activated, then the first discarded
+	_, _, err = g.publish()
+	require.NoError(t, err)
+	g.requireActive(other)
+	require.NoError(t, g.link.recv.Discard(g.ctx, g.vessel, first.Entries[0].SnapshotID))
+	again := g.commit(-1)
+	pass, sent, err := g.publish(outbox.WithChunkReferences(true))
+	require.NoError(t, err)
+	require.Equal(t, 2, pass.Sent, "the index and chunk 0, which other holds changed")
+	require.Zero(t, pass.Referenced)
+	require.Equal(t, again.Entries[1], sent[1], "whole, though a delivered chunk has its digest")
+	g.requireActive(again)
+}
+
+// After an unsupported refusal the Publisher does not index that
+// snapshot again: a plain manifest lost on the way is sent again plain.
+func TestPublishManifestIndexNotAgain(t *testing.T) {
+	g := newIndexRig(t)
+	_, _, err := g.publish()
+	require.NoError(t, err)
+	refused := 0
+	g.link.refuse = func(outbox.Entry) error {
+		refused++
+		return sourcecatalog.Errorf(sourcecatalog.ErrUnsupported, "unknown entity type").AtField("entity_type")
+	}
+	c := g.commit(-1)
+	k := len(g.link.since(0))
+	g.link.lose = map[int]bool{k + 2: true} // the plain manifest's answer
+	p := outbox.NewPublisher(g.board, g.vessel, g.link, outbox.WithReceiverV2(true), outbox.WithManifestIndexes(true))
+	pass, err := p.Publish(g.ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, pass.Failed)
+	require.Equal(t, len(c.Entries)-1, pass.Delivered, "the chunks, sent whole")
+	pass, err = p.Publish(g.ctx)
+	require.NoError(t, err)
+	require.Equal(t, outbox.Pass{Sent: 1, Delivered: 1, AlreadyReceived: 1}, pass)
+	require.Equal(t, c.Entries[0], g.link.since(0)[len(g.link.since(0))-1], "the plain manifest again")
+	require.Equal(t, 1, refused)
+	g.requireActive(c)
 }
