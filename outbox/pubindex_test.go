@@ -353,8 +353,6 @@ func TestPublishManifestIndexMissingWhole(t *testing.T) {
 // snapshot again: a plain manifest lost on the way is sent again plain.
 func TestPublishManifestIndexNotAgain(t *testing.T) {
 	g := newIndexRig(t)
-	_, _, err := g.publish()
-	require.NoError(t, err)
 	refused := 0
 	g.link.refuse = func(outbox.Entry) error {
 		refused++
@@ -373,5 +371,20 @@ func TestPublishManifestIndexNotAgain(t *testing.T) {
 	require.Equal(t, outbox.Pass{Sent: 1, Delivered: 1, AlreadyReceived: 1}, pass)
 	require.Equal(t, c.Entries[0], g.link.since(0)[len(g.link.since(0))-1], "the plain manifest again")
 	require.Equal(t, 1, refused)
+	g.requireActive(c)
+}
+
+// A pass indexing a snapshot reads all its pending entries, beyond a
+// batch that cut them: an identical cycle is still one request.
+func TestPublishManifestIndexBatch(t *testing.T) {
+	g := newIndexRig(t)
+	g.commit(-1)
+	_, _, err := g.publish()
+	require.NoError(t, err)
+	c := g.commit(-1)
+	pass, sent, err := g.publish(outbox.WithBatch(2))
+	require.NoError(t, err)
+	require.Len(t, sent, 1)
+	require.Equal(t, outbox.Pass{Sent: 1, Delivered: len(c.Entries), Indexed: len(c.Entries) - 1}, pass)
 	g.requireActive(c)
 }

@@ -150,7 +150,9 @@ func WithGate(g Gate) PublisherOption {
 }
 
 // WithBatch sets how many pending entries one Publish pass reads (default
-// 512, two maximal snapshots).
+// 512, two maximal snapshots). A pass that sends a snapshot's manifest
+// index (WithManifestIndexes) reads every pending entry of that snapshot,
+// beyond n when the batch cut it.
 func WithBatch(n int) PublisherOption { return func(p *Publisher) { p.batch = max(1, n) } }
 
 // WithInFlight sets how many entries one Publish pass sends at once
