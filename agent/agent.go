@@ -108,7 +108,12 @@ type Config struct {
 	// binding (then Gate must be GateOn or GateOff).
 	Transport outbox.Transport
 	// Publisher are more Publisher options, applied after the gate's
-	// (the last gate option given wins).
+	// (the last gate option given wins). Over the Client NewSender builds
+	// from URL, the Publisher keeps httpbinding.DefaultMaxInFlight
+	// entries in flight, the receiver's default limit per vessel
+	// (outbox.WithInFlight): an outbox.WithInFlight here sets another
+	// number, such as 1 for a receiver configured with a lower limit.
+	// Over a Transport of the caller's it keeps 1, unless set here.
 	Publisher []outbox.PublisherOption
 
 	Discoverer Discoverer // the Agent's scans
@@ -291,7 +296,7 @@ func (a *Agent) drain(ctx context.Context, s *state) {
 	rep, err := a.sender.Publish(ctx, outbox.DrainOptions{Backoff: a.cfg.Backoff, Until: s.due(), Clock: a.cfg.Clock})
 	a.noteDeclared(s, rep.Declared)
 	attrs := []any{"outcome", string(rep.Outcome), "passes", rep.Passes, "sent", rep.Sent, "delivered", rep.Delivered,
-		"already_received", rep.AlreadyReceived, "failed", rep.Failed, "referenced", rep.Referenced,
+		"already_received", rep.AlreadyReceived, "failed", rep.Failed, "referenced", rep.Referenced, "indexed", rep.Indexed,
 		"bytes_sent", rep.Bytes.Sent, "bytes_uncompressed", rep.Bytes.Uncompressed}
 	if len(rep.Stopped) > 0 {
 		stopped := make([]string, len(rep.Stopped))

@@ -52,7 +52,9 @@ type Sender struct {
 // NewSender returns the Sender cfg describes; it uses Vessel, Store, the
 // receiver (URL and credentials, or Transport), Gate, Publisher and Clock,
 // and ignores the loop's members (Discoverer, Interval, Logger). It reads
-// the credential files once, now.
+// the credential files once, now. Over the Client it builds from URL its
+// Publisher keeps httpbinding.DefaultMaxInFlight entries in flight
+// (outbox.WithInFlight) unless Config.Publisher sets the number.
 //
 // It returns an error wrapping sourcecatalog.ErrInvalidValue, located at
 // the Config field at fault (sourcecatalog.Error.Field), when: Vessel is
@@ -89,7 +91,13 @@ func NewSender(cfg Config) (*Sender, error) {
 	default:
 		gate = outbox.WithGate(httpbinding.NewGate(c))
 	}
-	s.publisher = outbox.NewPublisher(cfg.Store, cfg.Vessel, transport, append([]outbox.PublisherOption{gate}, cfg.Publisher...)...)
+	opts := []outbox.PublisherOption{gate}
+	if s.client != nil {
+		// Its own Client: as many in flight as the receiver's default
+		// limit, unless cfg.Publisher, applied after, says otherwise.
+		opts = append(opts, outbox.WithInFlight(httpbinding.DefaultMaxInFlight))
+	}
+	s.publisher = outbox.NewPublisher(cfg.Store, cfg.Vessel, transport, append(opts, cfg.Publisher...)...)
 	return s, nil
 }
 
@@ -214,7 +222,8 @@ func (s *Sender) Commit(ctx context.Context, records []*catalog.Record) (outbox.
 // A Report says what Publish did.
 type Report struct {
 	// DrainReport sums every pass, over the drains of a Publish: the
-	// entries sent, delivered and sent by reference (Referenced), and the
+	// entries sent, delivered, sent by reference (Referenced) and
+	// delivered by a manifest index without being sent (Indexed), and the
 	// request bytes as sent and uncompressed (Bytes).
 	outbox.DrainReport
 	// Pending is the number of the vessel's entries pending when Publish
@@ -278,6 +287,7 @@ func (r *Report) add(d outbox.DrainReport) {
 	r.Failed += d.Failed
 	r.Referenced += d.Referenced
 	r.SentWhole += d.SentWhole
+	r.Indexed += d.Indexed
 	r.Bytes.Sent += d.Bytes.Sent
 	r.Bytes.Uncompressed += d.Bytes.Uncompressed
 	r.Stopped = append(r.Stopped, d.Stopped...)

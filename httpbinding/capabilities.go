@@ -423,7 +423,8 @@ var _ outbox.Gate = (*Gate)(nil)
 // bodies while the receiver declares request_gzip, as with
 // WithRequestCompression (SPEC.md §11.1), and a Publisher with the gate
 // sends chunk references while it declares chunk_reference (SPEC.md §6.6;
-// outbox.ReferenceGate). Before a declaration is read, after one that
+// outbox.ReferenceGate) and manifest indexes while it declares
+// manifest_index (SPEC.md §6.7; outbox.IndexGate). Before a declaration is read, after one that
 // names no v2, and from an answer that says the receiver no longer
 // accepts what was sent until the declaration is read again, the gate
 // offers neither. The Client follows the last Gate made of it.
@@ -442,6 +443,17 @@ func (g *Gate) ChunkReferences() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.seen == g.client.downgrades.Load() && g.last.Has(CapabilityChunkReference)
+}
+
+var _ outbox.IndexGate = (*Gate)(nil)
+
+// ManifestIndexes implements outbox.IndexGate: whether the last
+// declaration read named manifest_index, and no answer since said that
+// the receiver no longer accepts what was sent.
+func (g *Gate) ManifestIndexes() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.seen == g.client.downgrades.Load() && g.last.Has(CapabilityManifestIndex)
 }
 
 // Open implements outbox.Gate: it returns nil when the receiver declares

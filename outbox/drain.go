@@ -139,6 +139,9 @@ type DrainReport struct {
 	// sent as references; Pass.SentWhole: of them, those sent again
 	// whole).
 	Referenced, SentWhole int
+	// Indexed sums the passes' chunk entries delivered by the receipt of
+	// a manifest index without being sent (Pass.Indexed; in Delivered).
+	Indexed int
 	// Bytes sums the passes' request bytes (Pass.Bytes), as sent and
 	// uncompressed; zero over a Transport that is no CountedTransport.
 	Bytes RequestBytes
@@ -245,6 +248,7 @@ func (p *Publisher) Drain(ctx context.Context, opts DrainOptions) (DrainReport, 
 		rep.Failed += pass.Failed
 		rep.Referenced += pass.Referenced
 		rep.SentWhole += pass.SentWhole
+		rep.Indexed += pass.Indexed
 		rep.Bytes.add(pass.Bytes)
 		for _, f := range pass.Failures {
 			if !errors.Is(f.Err, sourcecatalog.ErrConflict) {

@@ -1,6 +1,10 @@
 package outbox
 
 import (
+	"context"
+	"errors"
+
+	"github.com/google/uuid"
 	"github.com/yachtmemory/sourcecatalog"
 	"github.com/yachtmemory/sourcecatalog/canonical"
 	"github.com/yachtmemory/sourcecatalog/envelope"
@@ -72,4 +76,145 @@ func IndexEntry(entries []Entry) (Entry, error) {
 
 func notOneSnapshot(detail string) error {
 	return sourcecatalog.Errorf(sourcecatalog.ErrIntegrity, "not one snapshot's entries: "+detail)
+}
+
+// WithManifestIndexes makes the Publisher send a snapshot's pending
+// manifest as its manifest index (SPEC.md §6.7, §7.5), IndexEntry, as
+// with an IndexGate whose ManifestIndexes reports true. It is off by
+// default, and must stay off unless the receiver declared the capability
+// manifest_index (SPEC.md §11.7).
+func WithManifestIndexes(on bool) PublisherOption { return func(p *Publisher) { p.index = on } }
+
+// An IndexGate is a Gate that also decides manifest indexes: after it
+// opened, the Publisher sends a snapshot's pending manifest as its
+// manifest index while ManifestIndexes reports true. httpbinding.Gate is
+// one: it reports whether the receiver declared manifest_index (SPEC.md
+// §11.7).
+//
+// The index is the manifest entry for every rule of Publish: its receipt
+// (matched against IndexEntry's) delivers the manifest entry and every
+// chunk entry of the snapshot its Missing does not name, which the
+// receiver staged from the records it holds; the Publisher then sends
+// whole exactly the missing chunks, and never as references. Until the
+// index's receipt comes back no chunk of its snapshot is sent: one in
+// flight ends the window of WithInFlight, and a failed index leaves its
+// chunks pending with it, for the next pass to send the index again. A
+// refusal of class unsupported — a receiver that no longer accepts
+// indexes — is answered at once with the plain manifest, and the chunks
+// are sent as without indexes; that snapshot is not indexed again.
+type IndexGate interface {
+	Gate
+	ManifestIndexes() bool
+}
+
+// indexes reports whether the Publisher sends manifest indexes now.
+func (p *Publisher) indexes() bool {
+	if p.index {
+		return true
+	}
+	g, ok := p.gate.(IndexGate)
+	return ok && g.ManifestIndexes()
+}
+
+// indexable returns, of the pending entries, the index entry of each
+// snapshot whose pending manifest is to be sent as its manifest index,
+// and pending with every pending entry of those snapshots, so that the
+// pass holds whole each snapshot it indexes. It reads in tx, the
+// transaction that read pending. A snapshot whose entries make no index
+// (IndexEntry's error) is sent as without indexes, and its manifest's
+// check (checkEntry) says why.
+func (p *Publisher) indexable(ctx context.Context, tx Tx, pending []Entry) (map[uuid.UUID]Entry, []Entry, error) {
+	if !p.indexes() {
+		return nil, pending, nil
+	}
+	out := map[uuid.UUID]Entry{}
+	var all []Entry
+	for i := 0; i < len(pending); i++ {
+		e := pending[i]
+		if e.ChunkIndex != sourcecatalog.NoIndex || e.EntityType != sourcecatalog.ManifestEntityType || p.refused(refKey{e.SnapshotID, sourcecatalog.NoIndex}) {
+			all = append(all, e)
+			continue
+		}
+		entries, err := tx.Entries(ctx, e.SnapshotID)
+		if err != nil {
+			return nil, nil, err
+		}
+		x, err := IndexEntry(entries)
+		if err != nil {
+			all = append(all, e)
+			continue
+		}
+		out[e.SnapshotID] = x
+		// The snapshot's pending entries from the store, whole: the
+		// batch may have cut them.
+		for _, en := range entries {
+			if en.State == Pending {
+				all = append(all, en)
+			}
+		}
+		for i+1 < len(pending) && pending[i+1].SnapshotID == e.SnapshotID {
+			i++
+		}
+	}
+	return out, all, nil
+}
+
+// sendIndex sends x, the index of manifest entry e: on a refusal of
+// class unsupported it sends e at once, never indexes e's snapshot
+// again, and reports indexed false. A conflict, or any other failure, is
+// the answer as it is.
+func (p *Publisher) sendIndex(ctx context.Context, e, x Entry, pass *Pass) (rc envelope.Receipt, indexed bool, err error) {
+	rc, err = p.sendCounted(ctx, x, pass)
+	if !errors.Is(err, sourcecatalog.ErrUnsupported) {
+		return rc, true, err
+	}
+	p.mu.Lock()
+	if p.noRef == nil {
+		p.noRef = map[refKey]bool{}
+	}
+	p.noRef[refKey{e.SnapshotID, sourcecatalog.NoIndex}] = true
+	p.mu.Unlock()
+	rc, err = p.sendCounted(ctx, e, pass)
+	return rc, false, err
+}
+
+// deliveredIndex marks e, the manifest entry sent as its index, delivered
+// by rc, the receipt of the index, with every pending chunk entry of its
+// snapshot that rc.Missing does not name, in one transaction, and counts
+// them in pass. It returns the indices delivered.
+func (p *Publisher) deliveredIndex(ctx context.Context, e Entry, rc envelope.Receipt, pass *Pass) (map[int]bool, error) {
+	var resolved map[int]bool
+	err := p.store.WithVessel(ctx, p.vessel, func(tx Tx) error {
+		resolved = map[int]bool{}
+		entries, err := tx.Entries(ctx, e.SnapshotID)
+		if err != nil {
+			return err
+		}
+		if err := tx.SetState(ctx, e.SnapshotID, sourcecatalog.NoIndex, Delivered); err != nil {
+			return err
+		}
+		for _, en := range entries {
+			if en.EntityType != sourcecatalog.ChunkEntityType || en.State != Pending || rc.Missing.Has(en.ChunkIndex) {
+				continue
+			}
+			if err := tx.SetState(ctx, e.SnapshotID, en.ChunkIndex, Delivered); err != nil {
+				return err
+			}
+			resolved[en.ChunkIndex] = true
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	p.forget(e)
+	for i := range resolved {
+		p.forget(Entry{SnapshotID: e.SnapshotID, ChunkIndex: i})
+	}
+	pass.Delivered += 1 + len(resolved)
+	pass.Indexed += len(resolved)
+	if rc.Status == envelope.AlreadyReceived {
+		pass.AlreadyReceived++
+	}
+	return resolved, nil
 }

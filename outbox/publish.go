@@ -120,6 +120,7 @@ type Publisher struct {
 	batch     int
 	inFlight  int
 	refs      bool
+	index     bool
 
 	mu    sync.Mutex
 	noRef map[refKey]bool // chunks sent whole from now on
@@ -149,7 +150,9 @@ func WithGate(g Gate) PublisherOption {
 }
 
 // WithBatch sets how many pending entries one Publish pass reads (default
-// 512, two maximal snapshots).
+// 512, two maximal snapshots). A pass that sends a snapshot's manifest
+// index (WithManifestIndexes) reads every pending entry of that snapshot,
+// beyond n when the batch cut it.
 func WithBatch(n int) PublisherOption { return func(p *Publisher) { p.batch = max(1, n) } }
 
 // WithInFlight sets how many entries one Publish pass sends at once
@@ -219,6 +222,12 @@ type Pass struct {
 	// (WithChunkReferences), and SentWhole those of them the receiver
 	// could not resolve, sent whole at once in the same pass.
 	Referenced, SentWhole int
+	// Indexed counts the chunk entries the receipt of a manifest index
+	// delivered without sending them (WithManifestIndexes, IndexGate):
+	// the receiver staged them from records it held. They are counted in
+	// Delivered, not in Sent; the index itself is one entry sent, its
+	// manifest's, and counts in AlreadyReceived when its receipt says so.
+	Indexed int
 	// Bytes counts the request bytes of every send of the pass, failed
 	// ones included, as a CountedTransport reports them; zero over
 	// another Transport.
@@ -308,9 +317,13 @@ func (p *Publisher) open(ctx context.Context) (string, error) {
 func (p *Publisher) publish(ctx context.Context) (Pass, error) {
 	var pending []Entry
 	var refs map[refKey]bool
+	var indexes map[uuid.UUID]Entry
 	err := p.store.WithVessel(ctx, p.vessel, func(tx Tx) error {
 		var err error
 		if pending, err = tx.Pending(ctx, p.batch); err != nil {
+			return err
+		}
+		if indexes, pending, err = p.indexable(ctx, tx, pending); err != nil {
 			return err
 		}
 		refs, err = p.referable(ctx, tx, pending)
@@ -319,23 +332,47 @@ func (p *Publisher) publish(ctx context.Context) (Pass, error) {
 	if err != nil {
 		return Pass{}, classed(err)
 	}
+	read := len(pending)
+	// isIndex reports whether pending[k] is a manifest sent as its index.
+	isIndex := func(k int) bool {
+		_, ok := indexes[pending[k].SnapshotID]
+		return ok && pending[k].ChunkIndex == sourcecatalog.NoIndex
+	}
 	outcomes := make([]chan outcome, len(pending))
 	started := 0
 	var unsendable error // why pending[started] cannot be sent
-	start := func(upto int) {
+	// start starts the sends of pending up to upto, but none past an
+	// index whose outcome, pending[taken] or later, is not taken yet.
+	start := func(taken, upto int) {
 		for ; unsendable == nil && started < min(upto, len(pending)); started++ {
+			if started > taken && isIndex(started-1) {
+				return
+			}
 			e := pending[started]
 			c, err := checkEntry(e)
 			if err != nil {
 				unsendable = err
 				return
 			}
+			ch := make(chan outcome, 1)
+			outcomes[started] = ch
+			if isIndex(started) {
+				x := indexes[e.SnapshotID]
+				go func() {
+					o := outcome{index: &x}
+					var indexed bool
+					o.rc, indexed, o.err = p.sendIndex(ctx, e, x, &o.counts)
+					if !indexed {
+						o.index = nil
+					}
+					ch <- o
+				}()
+				continue
+			}
 			var ref *envelope.ChunkRef
 			if refs[refKey{e.SnapshotID, e.ChunkIndex}] {
 				ref = envelope.NewChunkRef(c)
 			}
-			ch := make(chan outcome, 1)
-			outcomes[started] = ch
 			go func() {
 				var o outcome
 				o.rc, o.err = p.send(ctx, e, ref, &o.counts)
@@ -347,7 +384,7 @@ func (p *Publisher) publish(ctx context.Context) (Pass, error) {
 	var st stopping
 	for i := 0; i < len(pending); i++ {
 		if st.err == nil {
-			start(i + p.inFlight)
+			start(i, i+p.inFlight)
 		}
 		if i >= started {
 			if st.err == nil { // pending[i] is unsendable
@@ -361,13 +398,29 @@ func (p *Publisher) publish(ctx context.Context) (Pass, error) {
 		pass.Bytes.add(o.counts.Bytes)
 		pass.Referenced += o.counts.Referenced
 		pass.SentWhole += o.counts.SentWhole
-		if st.err == nil {
-			p.take(ctx, pending[i], o, &pass, &st)
-		} else {
+		if st.err != nil {
 			p.takeInFlight(ctx, pending[i], o, &pass, &st)
+			continue
+		}
+		resolved := p.take(ctx, pending[i], o, &pass, &st)
+		if st.err == nil && o.index != nil {
+			// Nothing past the index was started: keep of its
+			// snapshot's chunks those still to send — the missing ones
+			// after its receipt, whole; none after a failure.
+			rest := pending[:i+1]
+			for _, e := range pending[i+1:] {
+				if e.SnapshotID == pending[i].SnapshotID {
+					if resolved == nil || resolved[e.ChunkIndex] {
+						continue
+					}
+					delete(refs, refKey{e.SnapshotID, e.ChunkIndex})
+				}
+				rest = append(rest, e)
+			}
+			pending = rest
 		}
 	}
-	pass.Remaining = len(pending) - pass.Delivered
+	pass.Remaining = read - pass.Delivered
 	return pass, st.err
 }
 
@@ -375,7 +428,8 @@ func (p *Publisher) publish(ctx context.Context) (Pass, error) {
 type outcome struct {
 	rc     envelope.Receipt
 	err    error
-	counts Pass // the send's Bytes, Referenced and SentWhole
+	counts Pass   // the send's Bytes, Referenced and SentWhole
+	index  *Entry // the manifest index sent for the manifest, when its receipt is rc
 }
 
 // stopping is why a pass stopped: err, nil while it goes on; the snapshot
@@ -388,9 +442,15 @@ type stopping struct {
 }
 
 // take records the outcome of e, sent while the pass goes on, in pass and
-// the store, and sets st when the pass stops at e.
-func (p *Publisher) take(ctx context.Context, e Entry, o outcome, pass *Pass, st *stopping) {
+// the store, and sets st when the pass stops at e. For a manifest sent as
+// its index (o.index) it returns the chunk indices the index's receipt
+// delivered, or nil when the index was not delivered.
+func (p *Publisher) take(ctx context.Context, e Entry, o outcome, pass *Pass, st *stopping) map[int]bool {
 	err := o.err
+	want := e
+	if o.index != nil {
+		want = *o.index
+	}
 	switch {
 	case errors.Is(err, sourcecatalog.ErrConflict):
 		pass.Failures = append(pass.Failures, failure(e, err))
@@ -398,7 +458,7 @@ func (p *Publisher) take(ctx context.Context, e Entry, o outcome, pass *Pass, st
 		if serr := p.stop(ctx, e.SnapshotID); serr != nil {
 			// Not stopped: the next pass meets the conflict again.
 			st.err, st.noRecord = classed(fmt.Errorf("outbox: %s: stopping snapshot %s after a conflict (%v): %w", e.EntityKey, e.SnapshotID, err, serr)), true
-			return
+			return nil
 		}
 		st.err = fmt.Errorf("outbox: %s: publishing of snapshot %s stopped: %w", e.EntityKey, e.SnapshotID, err)
 	case err != nil:
@@ -409,15 +469,22 @@ func (p *Publisher) take(ctx context.Context, e Entry, o outcome, pass *Pass, st
 		} else if NeedsOperator(err) {
 			st.err = fmt.Errorf("outbox: %s: sending stopped until an operator acts: %w", e.EntityKey, classed(err))
 		}
-	case !o.rc.Matches(e.Receipt()):
+	case !o.rc.Matches(want.Receipt()):
 		err := fmt.Errorf("%w: sent %s, receipt for %s/%d", ErrReceiptMismatch, e.EntityKey, o.rc.SnapshotID, o.rc.ChunkIndex)
 		pass.Failures = append(pass.Failures, failure(e, err))
 		st.err = err
+	case o.index != nil:
+		resolved, err := p.deliveredIndex(ctx, e, o.rc, pass)
+		if err != nil {
+			st.err, st.noRecord = classed(err), true
+		}
+		return resolved
 	default:
 		if err := p.delivered(ctx, e, o.rc, pass); err != nil {
 			st.err, st.noRecord = classed(err), true
 		}
 	}
+	return nil
 }
 
 // takeInFlight records the outcome of e, in flight when the pass stopped:
@@ -425,15 +492,23 @@ func (p *Publisher) take(ctx context.Context, e Entry, o outcome, pass *Pass, st
 // snapshot was stopped; a failure, or a receipt for another entry, is
 // counted and listed, and stops nothing more.
 func (p *Publisher) takeInFlight(ctx context.Context, e Entry, o outcome, pass *Pass, st *stopping) {
+	want := e
+	if o.index != nil {
+		want = *o.index
+	}
 	switch {
 	case st.noRecord || e.SnapshotID == st.snapshot:
 	case o.err != nil:
 		pass.Failed++
 		pass.Failures = append(pass.Failures, failure(e, o.err))
-	case !o.rc.Matches(e.Receipt()):
+	case !o.rc.Matches(want.Receipt()):
 		err := fmt.Errorf("%w: sent %s, receipt for %s/%d", ErrReceiptMismatch, e.EntityKey, o.rc.SnapshotID, o.rc.ChunkIndex)
 		pass.Failed++
 		pass.Failures = append(pass.Failures, failure(e, err))
+	case o.index != nil:
+		if _, err := p.deliveredIndex(ctx, e, o.rc, pass); err != nil {
+			st.noRecord = true
+		}
 	default:
 		if p.delivered(ctx, e, o.rc, pass) != nil {
 			st.noRecord = true

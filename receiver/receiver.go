@@ -1,7 +1,7 @@
 // Package receiver runs the shore side of the source catalog protocol
 // (SPEC.md §8, §11) in one call: [New] wires the store under storeheal,
 // the finalize policy with its retention, the HTTP binding with chunk
-// references and gzip bodies, the reconciler (§8.6), the admin routes —
+// references, manifest indexes and gzip bodies, the reconciler (§8.6), the admin routes —
 // health, metrics, inventory — and the log, as `sourcecatalog serve`
 // does. The packages underneath (finalize, httpbinding, storeheal,
 // prommetrics) stay for the integrator who needs one piece.
@@ -215,7 +215,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	}
 	store := storeheal.Receiver(h, func(st finalize.Store) finalize.Store { return st })
 	s.recv = finalize.NewReceiver(store, append(retain, finalize.WithObserver(observe))...)
-	s.handler = httpbinding.NewHandler(s.recv, cfg.Auth, httpbinding.WithChunkReferences(true), httpbinding.WithObserver(s.binding))
+	s.handler = httpbinding.NewHandler(s.recv, cfg.Auth, httpbinding.WithChunkReferences(true), httpbinding.WithManifestIndexes(true), httpbinding.WithObserver(s.binding))
 	s.admin = adminHandler(h.Status, s.ping, metrics, s.recv, s.log.Logger)
 	return s, nil
 }
@@ -228,7 +228,7 @@ func (s *Service) ping(ctx context.Context) error {
 // Handler returns the message route (SPEC.md §11): a POST stages a
 // message and answers its receipt or refusal, a GET answers the
 // capability declaration (protocol v2, request_gzip, chunk_reference,
-// §11.7). Mount it for every method, at one path.
+// manifest_index, §11.7). Mount it for every method, at one path.
 func (s *Service) Handler() http.Handler { return s.handler }
 
 // Admin returns the admin routes, unauthenticated, for the operators'

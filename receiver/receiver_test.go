@@ -238,7 +238,7 @@ func TestRetention(t *testing.T) {
 }
 
 // The message route is one route: a GET answers the declaration with
-// chunk references and gzip bodies, a POST stages a message, and the
+// chunk references, manifest indexes and gzip bodies, a POST stages a message, and the
 // request is logged with its vessel.
 func TestMessageRoute(t *testing.T) {
 	_, log, route, _ := start(t, newFaulty().source(), receiver.Keep(4), nil)
@@ -248,6 +248,7 @@ func TestMessageRoute(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, d.V2(), "protocol v2: %s", body)
 	assert.True(t, d.Has(httpbinding.CapabilityChunkReference), "chunk_reference: %s", body)
+	assert.True(t, d.Has(httpbinding.CapabilityManifestIndex), "manifest_index: %s", body)
 	assert.True(t, d.Has(httpbinding.CapabilityRequestGzip), "request_gzip: %s", body)
 
 	snap, bodies := snapshot(t, 1)

@@ -141,6 +141,7 @@ type publishJSON struct {
 	AlreadyReceived   int         `json:"already_received"`
 	Failed            int         `json:"failed"`
 	Referenced        int         `json:"referenced"`
+	Indexed           int         `json:"indexed"` // chunks staged by a manifest index, not sent
 	BytesSent         int64       `json:"bytes_sent"`
 	BytesUncompressed int64       `json:"bytes_uncompressed"`
 	StoppedSnapshots  []uuid.UUID `json:"stopped_snapshots"`
@@ -180,7 +181,7 @@ func publish(ctx context.Context, e *env, c *command, f *publishFlags, st *store
 	rep := publishJSON{
 		VesselID: f.vessel.id, Result: string(dr.Outcome), Passes: dr.Passes, Sent: dr.Sent,
 		Delivered: dr.Delivered, Staged: dr.Delivered - dr.AlreadyReceived, AlreadyReceived: dr.AlreadyReceived,
-		Failed: dr.Failed, Referenced: dr.Referenced, BytesSent: dr.Bytes.Sent, BytesUncompressed: dr.Bytes.Uncompressed,
+		Failed: dr.Failed, Referenced: dr.Referenced, Indexed: dr.Indexed, BytesSent: dr.Bytes.Sent, BytesUncompressed: dr.Bytes.Uncompressed,
 		StoppedSnapshots: append([]uuid.UUID{}, dr.Stopped...), Pending: dr.Pending,
 	}
 	switch dr.Outcome {
@@ -232,6 +233,9 @@ func printPass(e *env, p outbox.DrainPass) {
 	if p.Pass.Referenced > 0 {
 		fmt.Fprintf(e.stdout, "  %d chunk(s) sent by reference, %d of them sent again whole\n", p.Pass.Referenced, p.Pass.SentWhole)
 	}
+	if p.Pass.Indexed > 0 {
+		fmt.Fprintf(e.stdout, "  %d chunk(s) staged by the manifest index, not sent\n", p.Pass.Indexed)
+	}
 	if errors.Is(p.Err, sourcecatalog.ErrConflict) {
 		fmt.Fprintf(e.stdout, "  stopped snapshot %s: %v\n", p.Pass.Failures[len(p.Pass.Failures)-1].SnapshotID, p.Err)
 	}
@@ -269,7 +273,7 @@ func reportPublish(e *env, c *command, rep publishJSON, asJSON bool) int {
 			rep.VesselID, rep.Delivered, rep.Staged, rep.AlreadyReceived, rep.Passes,
 			plural(len(rep.StoppedSnapshots), "snapshot"), rep.Pending)
 		if rep.Sent > 0 {
-			fmt.Fprintf(e.stdout, "  sent %d bytes (%d uncompressed), %d chunk(s) by reference\n", rep.BytesSent, rep.BytesUncompressed, rep.Referenced)
+			fmt.Fprintf(e.stdout, "  sent %d bytes (%d uncompressed), %d chunk(s) by reference, %d by the manifest index\n", rep.BytesSent, rep.BytesUncompressed, rep.Referenced, rep.Indexed)
 		}
 	}
 	switch {

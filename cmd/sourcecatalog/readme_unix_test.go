@@ -55,5 +55,6 @@ func TestReadmeQuickStart(t *testing.T) {
 	require.NoError(t, err, "the quick start failed:\n%s\nserve's log:\n%s", out, log)
 	require.Contains(t, string(out), "activated", "status shows the cycle active:\n%s", out)
 	require.Contains(t, string(out), "delivered", "publish delivered the entries:\n%s", out)
-	require.Contains(t, string(out), "sent by reference, 0 of them sent again whole", "the unchanged cycle went by reference:\n%s", out)
+	require.Contains(t, string(out), "pass 1: sent 1, delivered 3", "the unchanged cycle went as one manifest index:\n%s", out)
+	require.Contains(t, string(out), "2 chunk(s) staged by the manifest index, not sent", "the unchanged cycle went as one manifest index:\n%s", out)
 }
