@@ -20,14 +20,14 @@ type testCA struct {
 	pool *x509.CertPool
 }
 
-func newCA(t *testing.T, name string) *testCA {
+func newCA(t testing.TB, name string) *testCA {
 	t.Helper()
 	ca, err := testpki.NewCA(name)
 	require.NoError(t, err)
 	return &testCA{CA: ca, pool: ca.Pool}
 }
 
-func must(t *testing.T) func(tls.Certificate, error) tls.Certificate {
+func must(t testing.TB) func(tls.Certificate, error) tls.Certificate {
 	return func(c tls.Certificate, err error) tls.Certificate {
 		t.Helper()
 		require.NoError(t, err)
@@ -36,10 +36,10 @@ func must(t *testing.T) func(tls.Certificate, error) tls.Certificate {
 }
 
 // server issues the server's certificate for 127.0.0.1.
-func (ca *testCA) server(t *testing.T) tls.Certificate { return must(t)(ca.Server()) }
+func (ca *testCA) server(t testing.TB) tls.Certificate { return must(t)(ca.Server()) }
 
 // vessel issues a client certificate naming the vessel in a urn:uuid: SAN.
-func (ca *testCA) vessel(t *testing.T, id uuid.UUID) tls.Certificate { return must(t)(ca.Vessel(id)) }
+func (ca *testCA) vessel(t testing.TB, id uuid.UUID) tls.Certificate { return must(t)(ca.Vessel(id)) }
 
 // clientWith issues a client certificate with the given URI SANs.
 func (ca *testCA) clientWith(t *testing.T, uris ...*url.URL) tls.Certificate {

@@ -86,7 +86,7 @@ func (l *eventLog) outcomes() []string {
 	return out
 }
 
-func startRig(t *testing.T, cfg rigConfig) *rig {
+func startRig(t testing.TB, cfg rigConfig) *rig {
 	t.Helper()
 	r := &rig{ca: newCA(t, "operator CA"), events: &eventLog{}}
 	store := cfg.store
@@ -139,7 +139,7 @@ func (r *rig) tlsFor(cert *tls.Certificate) *tls.Config {
 }
 
 // client returns a Client of the rig presenting cert (nil: none).
-func (r *rig) client(t *testing.T, cert *tls.Certificate, opts ...httpbinding.ClientOption) *httpbinding.Client {
+func (r *rig) client(t testing.TB, cert *tls.Certificate, opts ...httpbinding.ClientOption) *httpbinding.Client {
 	t.Helper()
 	c, err := httpbinding.NewClient(r.url, append([]httpbinding.ClientOption{httpbinding.WithTLSConfig(r.tlsFor(cert)), httpbinding.WithTimeout(10 * time.Second)}, opts...)...)
 	require.NoError(t, err)

@@ -95,6 +95,7 @@ bench sqlitestore . '^BenchmarkActivation$' 1x
 bench sqlitestore . '^BenchmarkGroupCommit$' 3x
 bench . ./signalk/ '^BenchmarkDiscover$' 10x
 bench . ./httpbinding/ '^(BenchmarkHostileGzip|BenchmarkRequestBytes)$' 20x
+bench . ./httpbinding/ '^BenchmarkCycleBytes$' 1x
 bench . ./outbox/ '^BenchmarkChunkRefs$' 5x
 
 if [[ -z ${SOURCECATALOG_MYSQL_DSN:-} ]]; then
@@ -213,6 +214,14 @@ discover sample boat vs read+Unmarshal|BenchmarkDiscover/sample|x_floor|floor|||
 discover sample boat memory vs floor|BenchmarkDiscover/sample|alloc_x_floor|ratio|||<=|3
 discover 25,600 records vs read+Unmarshal|BenchmarkDiscover/synthetic|x_floor|floor|||<=|2
 discover 25,600 records memory vs floor|BenchmarkDiscover/synthetic|alloc_x_floor|ratio|||<=|3
+cycle, typical: identical (as sent) vs first plain|BenchmarkCycleBytes/typical/greedy|identical_x_first|ratio|||<=|0.01
+cycle, typical: identical, requests|BenchmarkCycleBytes/typical/greedy|identical_requests|ratio|||<=|2
+cycle, typical: 1 % changed plain vs first plain, greedy cut|BenchmarkCycleBytes/typical/greedy|changed_x_first|ratio|||<=|0.10
+cycle, typical: 1 % changed plain vs first plain, content-defined cut|BenchmarkCycleBytes/typical/content-defined|changed_x_first|ratio|||<=|0.10
+cycle, typical: identical vs first plain, content-defined cut|BenchmarkCycleBytes/typical/content-defined|identical_x_first|ratio|||<=|0.01
+cycle, example: identical (as sent) vs first plain|BenchmarkCycleBytes/example/greedy|identical_x_first|ratio|||<=|0.01
+cycle, example: 1 % changed plain vs first plain, greedy cut|BenchmarkCycleBytes/example/greedy|changed_x_first|ratio|||<=|0.25
+cycle, example: 1 % changed plain vs first plain, content-defined cut|BenchmarkCycleBytes/example/content-defined|changed_x_first|ratio|||<=|0.25
 gzip requests vs plain, example boat|BenchmarkRequestBytes/example|gzip_x_plain|ratio|||<=|0.25
 gzip requests vs plain, typical boat|BenchmarkRequestBytes/typical|gzip_x_plain|ratio|||<=|0.25
 zip bomb: MB allocated per request|BenchmarkHostileGzip|alloc_MB|ratio|||<=|1
