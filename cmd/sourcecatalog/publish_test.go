@@ -556,12 +556,26 @@ func TestPublishWhileCommitting(t *testing.T) {
 	t.Run("committed without end: gives up, pending, exit 1", func(t *testing.T) {
 		g := newPublishRig(t, allCredentials[1])
 		g.commitBoat(t)
-		var n atomic.Int64
+		// Several POSTs are in flight at once, and some still run when
+		// publish has given up: the commits take turns, and none runs
+		// once the test has its answer.
+		var committing sync.Mutex
+		var n int
+		stopped := false
 		g.rcv.onPost = func() {
-			recs := recordsFile(t, g.dir, fmt.Sprintf("scaled%d.json", n.Add(1)), examples.Scaled(10))
+			committing.Lock()
+			defer committing.Unlock()
+			if stopped {
+				return
+			}
+			n++
+			recs := recordsFile(t, g.dir, fmt.Sprintf("scaled%d.json", n), examples.Scaled(10))
 			commitJSONOf(t, "--store", "sqlite:"+g.boat, "--vessel", vesselFlag, recs)
 		}
 		r := cli(t, "", g.args(g.boat, "--json", "--give-up-after", "1s")...)
+		committing.Lock()
+		stopped = true
+		committing.Unlock()
 		require.Equal(t, exitInvalid, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
 		out := publishJSONOf(t, r)
 		assert.Equal(t, "gave_up", out.Result)
