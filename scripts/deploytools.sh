@@ -11,6 +11,9 @@
 # Under CI=true a test that cannot find its program fails; elsewhere it is
 # skipped.
 
+# shellcheck source=scripts/mariadb.sh
+source "$(dirname "${BASH_SOURCE[0]}")/mariadb.sh" # apt_install_no_services
+
 dt_log() { printf 'deploytools: %s\n' "$*" >&2; }
 
 # dt_missing prints the Debian packages whose programs are not found.
@@ -36,20 +39,9 @@ dt_install() {
     dt_log "not installed and we are not root: $missing; install them"
     return 1
   fi
-  local policy=/usr/sbin/policy-rc.d own_policy=0 rc=0
-  if [[ ! -e $policy ]]; then
-    printf '#!/bin/sh\nexit 101\n' >"$policy"
-    chmod 755 "$policy"
-    own_policy=1
-  fi
   dt_log "installing $missing with apt-get"
-  {
-    apt-get update -q &&
-      # shellcheck disable=SC2086 # one word per package
-      DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $missing
-  } >&2 || rc=$?
-  if ((own_policy)); then rm -f "$policy"; fi
-  return "$rc"
+  # shellcheck disable=SC2086 # one word per package
+  apt_install_no_services $missing
 }
 
 if [[ ${BASH_SOURCE[0]} == "$0" ]]; then

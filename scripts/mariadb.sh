@@ -47,18 +47,25 @@ mdb_install() {
     mdb_log "mariadb-server is not installed and we are not root; install it or set SOURCECATALOG_MYSQL_DSN"
     return 1
   fi
+  mdb_log "installing mariadb-server with apt-get"
+  apt_install_no_services mariadb-server mariadb-client
+}
+
+# apt_install_no_services PKG...: apt-get update and install the packages,
+# their output on stderr (CLI stdout is only the export line), without
+# letting them start a system service: a policy-rc.d that exits 101
+# forbids that. An existing policy-rc.d (Docker images ship one) is left
+# alone; one we create is removed again afterwards.
+apt_install_no_services() {
   local policy=/usr/sbin/policy-rc.d own_policy=0 rc=0
   if [[ ! -e $policy ]]; then
     printf '#!/bin/sh\nexit 101\n' >"$policy"
     chmod 755 "$policy"
     own_policy=1
   fi
-  mdb_log "installing mariadb-server with apt-get"
-  # apt output goes to stderr: CLI stdout is only the export line.
   {
     apt-get update -q &&
-      DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-        mariadb-server mariadb-client
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$@"
   } >&2 || rc=$?
   if ((own_policy)); then rm -f "$policy"; fi
   return "$rc"
