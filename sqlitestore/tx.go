@@ -333,6 +333,33 @@ func (t *tx) Chunks(ctx context.Context, snapshot uuid.UUID) ([]finalize.StagedC
 	return out, nil
 }
 
+var _ finalize.DigestTx = (*tx)(nil)
+
+// ChunkDigests implements finalize.DigestTx: the chunks' index and
+// payload_sha256 columns alone, without the bytes Chunks reads and
+// checks against the row's checksum (the schema holds each digest to 32
+// bytes). A damaged digest is not caught here: finalize compares it with a
+// digest it computes, so it only makes a set be decoded in full, where
+// Chunks finds the damage.
+func (t *tx) ChunkDigests(ctx context.Context, snapshot uuid.UUID) ([]finalize.StagedChunk, error) {
+	var out []finalize.StagedChunk
+	err := t.query(ctx, "read chunk digests", `SELECT chunk_index, payload_sha256 FROM chunks
+		WHERE vessel_id = ? AND snapshot_id = ? ORDER BY chunk_index`, []any{t.vessel, snapshot[:]}, func(r *sql.Rows) error {
+		c := finalize.StagedChunk{Snapshot: snapshot}
+		var digest []byte
+		if err := r.Scan(&c.Index, &digest); err != nil {
+			return err
+		}
+		copy(c.Payload[:], digest)
+		out = append(out, c)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (t *tx) PutChunk(ctx context.Context, c finalize.StagedChunk) error {
 	_, err := t.exec(ctx, "write chunk", `INSERT INTO chunks (vessel_id, snapshot_id, chunk_index, payload_sha256, chunk_canonical, checksum)
 		VALUES (?, ?, ?, ?, ?, ?)`, t.vessel, c.Snapshot[:], c.Index, c.Payload[:], c.Canonical,
