@@ -253,7 +253,7 @@ fleet SQLite shore CPU, identical round vs first|BenchmarkServeFleet/sqlite|r2_c
 fleet SQLite round 2 vs round 1's floor A|BenchmarkServeFleet/sqlite|r2_x_floor_a|median|r2_ms|floor_a_ms||
 fleet SQLite round 1 vs floor B|BenchmarkServeFleet/sqlite|r1_x_floor_b|median|r1_ms|floor_b_ms||
 fleet SQLite fsyncs per message, round 1|BenchmarkServeFleet/sqlite|r1_fsyncs/message|peak|||<=|1
-fleet SQLite fsyncs per message, round 2|BenchmarkServeFleet/sqlite|r2_fsyncs/message|peak|||<=|1
+fleet SQLite fsyncs per index, round 2|BenchmarkServeFleet/sqlite|r2_fsyncs/message|peak|||<=|1
 EOF
   fleet_rows SQLite sqlite
   cat <<'EOF'
