@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
@@ -82,6 +83,14 @@ func floorServer(t *testing.T, fleet []Vessel) (string, *testpki.CA, *recorder) 
 		t.Fatal(err)
 	}
 	sink := &recorder{bodies: map[uuid.UUID][][]byte{}}
+	url, ca := serveTLS(t, fleetfloor.NewHandler(tokens, sink, nil, 16))
+	return url, ca, sink
+}
+
+// serveTLS serves h over TLS until the test ends and returns its URL and
+// the CA its certificate chains to.
+func serveTLS(t *testing.T, h http.Handler) (string, *testpki.CA) {
+	t.Helper()
 	ca, err := testpki.NewCA("test")
 	if err != nil {
 		t.Fatal(err)
@@ -90,11 +99,11 @@ func floorServer(t *testing.T, fleet []Vessel) (string, *testpki.CA, *recorder) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewUnstartedServer(fleetfloor.NewHandler(tokens, sink, nil, 16))
+	srv := httptest.NewUnstartedServer(h)
 	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
-	return srv.URL + "/", ca, sink
+	return srv.URL + "/", ca
 }
 
 // Send delivers every message once, each vessel's in order with its own

@@ -3,8 +3,6 @@ package fleetload
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -32,20 +30,8 @@ func serveReceiver(t *testing.T, fleet []Vessel) (string, *testpki.CA, *finalize
 	}
 	t.Cleanup(func() { store.Close() })
 	recv := finalize.NewReceiver(store)
-	h := httpbinding.NewHandler(recv, tokens, httpbinding.WithChunkReferences(true), httpbinding.WithManifestIndexes(true))
-	ca, err := testpki.NewCA("test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := ca.Server()
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewUnstartedServer(h)
-	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
-	srv.StartTLS()
-	t.Cleanup(srv.Close)
-	return srv.URL + "/", ca, recv
+	url, ca := serveTLS(t, httpbinding.NewHandler(recv, tokens, httpbinding.WithChunkReferences(true), httpbinding.WithManifestIndexes(true)))
+	return url, ca, recv
 }
 
 // The harness sends each round as a boat does to serve's receiver: a
