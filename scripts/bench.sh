@@ -149,6 +149,7 @@ fleet_rows() {
     printf 'fleet %s round %s latency|%s|r%s_p50_ms|value||||\n' "$1" "$r" "$b" "$r"
     printf 'fleet %s round %s latency|%s|r%s_p99_ms|value||||\n' "$1" "$r" "$b" "$r"
     printf 'fleet %s round %s serve CPU|%s|r%s_cpu_ms/snapshot|value||||\n' "$1" "$r" "$b" "$r"
+    printf 'fleet %s round %s chunks sent whole|%s|r%s_chunks/snapshot|value||||\n' "$1" "$r" "$b" "$r"
   done
   printf 'fleet %s floor A|%s|floor_a_snapshots/s|value||||\n' "$1" "$b"
   printf 'fleet %s floor B|%s|floor_b_snapshots/s|value||||\n' "$1" "$b"
@@ -177,6 +178,14 @@ fleet_rows() {
 # pointer; those rows alone take 4.7 to 9 times that floor (the inventory
 # floor over the floor, measured), so no store obeying §8.5 can meet the
 # old ≤ 2, and that ratio is reported without a target.
+#
+# The fleet's round 2, an identical document, goes as a boat sends it to
+# a receiver that declares manifest_index: the index alone (SPEC.md §6.7).
+# Its floor is floor A sent those messages, one durable write per index:
+# the set is verified by identity (§8.4) and its activation only moves the
+# active pointer (§8.5), so the request read and one durable write are the
+# least a receiver can do. Round 2 over round 1's floor A, the figure
+# before indexes, is shown without a target.
 rows=$(
   cat <<'EOF'
 B1 build vs SHA-256 floor|BenchmarkB1Build/max|x_floor|floor|||<=|2
@@ -239,15 +248,19 @@ bytes, typical boat: 1 % changed, reference + gzip|BenchmarkChunkRefs/typical|ch
 shore time, identical round by reference vs first|BenchmarkChunkRefs/typical|identical-cpu/first|ratio|||<=|0.20
 shore floor: one verification of the staged set vs first|BenchmarkChunkRefs/typical|verify-floor/first|ratio|||
 fleet SQLite round 1 vs floor A|BenchmarkServeFleet/sqlite|r1_x_floor_a|median|r1_ms|floor_a_ms|<=|2.5
-fleet SQLite round 2 vs floor A|BenchmarkServeFleet/sqlite|r2_x_floor_a|median|r2_ms|floor_a_ms|<=|2
+fleet SQLite round 2 (identical) vs its floor|BenchmarkServeFleet/sqlite|r2_x_floor_a2|median|r2_ms|floor_a2_ms|<=|1.5
+fleet SQLite shore CPU, identical round vs first|BenchmarkServeFleet/sqlite|r2_cpu_x_r1|median|r2_cpu_ms/snapshot|r1_cpu_ms/snapshot|<=|0.10
+fleet SQLite round 2 vs round 1's floor A|BenchmarkServeFleet/sqlite|r2_x_floor_a|median|r2_ms|floor_a_ms||
 fleet SQLite round 1 vs floor B|BenchmarkServeFleet/sqlite|r1_x_floor_b|median|r1_ms|floor_b_ms||
 fleet SQLite fsyncs per message, round 1|BenchmarkServeFleet/sqlite|r1_fsyncs/message|peak|||<=|1
-fleet SQLite fsyncs per message, round 2|BenchmarkServeFleet/sqlite|r2_fsyncs/message|peak|||<=|1
+fleet SQLite fsyncs per index, round 2|BenchmarkServeFleet/sqlite|r2_fsyncs/message|peak|||<=|1
 EOF
   fleet_rows SQLite sqlite
   cat <<'EOF'
 fleet MariaDB round 1 vs floor B|BenchmarkServeFleet/mysql|r1_x_floor_b|median|r1_ms|floor_b_ms|<=|1.5
-fleet MariaDB round 2 vs floor A|BenchmarkServeFleet/mysql|r2_x_floor_a|median|r2_ms|floor_a_ms|<=|2
+fleet MariaDB round 2 (identical) vs its floor|BenchmarkServeFleet/mysql|r2_x_floor_a2|median|r2_ms|floor_a2_ms||
+fleet MariaDB shore CPU, identical round vs first|BenchmarkServeFleet/mysql|r2_cpu_x_r1|median|r2_cpu_ms/snapshot|r1_cpu_ms/snapshot|<=|0.10
+fleet MariaDB round 2 vs round 1's floor A|BenchmarkServeFleet/mysql|r2_x_floor_a|median|r2_ms|floor_a_ms|<=|2
 fleet MariaDB round 1 vs floor A|BenchmarkServeFleet/mysql|r1_x_floor_a|median|r1_ms|floor_a_ms||
 EOF
   fleet_rows MariaDB mysql
