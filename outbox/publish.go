@@ -160,10 +160,14 @@ func WithBatch(n int) PublisherOption { return func(p *Publisher) { p.batch = ma
 // Transport, which must then be safe for concurrent use (as
 // httpbinding.Client is; over HTTP/2 its requests share one connection).
 // Over a link of long round trips, n = 4 sends a 16-entry cycle in 4 round
-// trips rather than 16, and matches the receiver's default limit per
+// trips rather than 16; n = 14 matches the receiver's default limit per
 // vessel (SPEC.md §11.5, httpbinding.DefaultMaxInFlight): keep n at most
 // the receiver's limit, or the sends beyond it are answered 429 and stay
-// pending.
+// pending. The window holds one snapshot at a time: a snapshot's entries
+// start once every entry before them is answered, so that the snapshots
+// complete in the order of their revisions, as sent one at a time — a
+// newer one completing first would have the receiver supersede the
+// older (SPEC.md §8.4).
 //
 // The outcomes are taken in the order of the entries, whatever order
 // they come back in, by the goroutine that called Publish, which alone
@@ -344,10 +348,17 @@ func (p *Publisher) publish(ctx context.Context) (Pass, error) {
 	var unsendable error // why pending[started] cannot be sent
 	// start starts the sends of pending up to upto, but past an index
 	// whose outcome, pending[taken] or later, is not taken yet only the
-	// fresh chunks of its snapshot, which ride with it.
+	// fresh chunks of its snapshot, which ride with it; and a snapshot's
+	// first entry only once every earlier entry's outcome is taken, so
+	// that snapshots complete in the order of their revisions, as sent
+	// one at a time (SPEC.md §11.6): a newer one completing first would
+	// have the receiver supersede the older.
 	start := func(taken, upto int) {
 		for ; unsendable == nil && started < min(upto, len(pending)); started++ {
 			e := pending[started]
+			if started > taken && e.SnapshotID != pending[started-1].SnapshotID {
+				return
+			}
 			if waiting >= taken && (e.SnapshotID != pending[waiting].SnapshotID || !fresh[refKey{e.SnapshotID, e.ChunkIndex}]) {
 				return
 			}
