@@ -82,6 +82,7 @@ func TestThroughputIsBoundedByTheRate(t *testing.T) {
 			c, err := net.Dial("tcp", px.Addr())
 			require.NoError(t, err)
 			defer c.Close()
+			require.NoError(t, c.SetDeadline(time.Now().Add(20*time.Second))) // fail, not hang
 			data := bytes.Repeat([]byte("0123456789abcdef"), n/16)
 			t0 := time.Now()
 			go func() {
