@@ -15,7 +15,9 @@
 //
 // Every value object of the self vessel — an object with a value member —
 // whose source is live becomes a path record and an observation; a source
-// is live while its value is not null. Its meta becomes the path's meta,
+// is live while its value is not null and, under an age bound (AgeBound,
+// on by default in a Client), no older than the bound before the server's
+// time, whatever its type, so that a device that fell silent leaves. Its meta becomes the path's meta,
 // without units, which becomes the record's unit, and displayUnits, a
 // per-user rendering. A path without units has no unit (null) when its
 // value is a string or a boolean, and an unknown unit otherwise. The
