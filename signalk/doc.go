@@ -40,6 +40,14 @@
 // whose source the tree does not list, a server that started within the
 // settle time or restarted during the scan.
 //
+// # Watching
+//
+// Client.Watch follows the server's delta stream and wakes its caller when
+// a scan is worth doing before the next one due — a path or source the
+// stream had not delivered, a value written null, a source silent for the
+// age bound — debounced (SPEC.md §12.7). It is a trigger only: Discover's
+// full model stays the picture to commit.
+//
 // # Security considerations
 //
 // Every answer is bounded before it is parsed: the full model to
