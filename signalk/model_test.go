@@ -319,7 +319,8 @@ func TestMapWithinAgeBound(t *testing.T) {
 	require.Equal(t, map[string]string{"design.length": "defaults", "gnss.type": "n2k.115", "gnss.fixed": "n2k.115", "depth": "n2k.160", "sog": "0183.GP"}, observed(rs),
 		"without a bound every value that is not null is live")
 
-	// The server rule reads every candidate's timestamp, also after $source.
+	// The server rule reads every candidate's timestamp, also those after
+	// $source (n2k.99 sorts after n2k.160).
 	for name, tt := range map[string]struct {
 		leaf string
 		sel  Selection
@@ -327,7 +328,7 @@ func TestMapWithinAgeBound(t *testing.T) {
 		"no timestamp":             {`{"value":1,"$source":"n2k.160"}`, SelectLowestRef},
 		"a timestamp not a string": {`{"value":1,"$source":"n2k.160","timestamp":1}`, SelectLowestRef},
 		"not RFC 3339":             {`{"value":1,"$source":"n2k.160","timestamp":"2026-12-01 21:00:00"}`, SelectLowestRef},
-		"an entry without one":     {stamped("1", "n2k.160", "21:04:00", `"values":{"n2k.160":{"value":1,"timestamp":"2026-12-01T21:04:00.000Z"},"n2k.115":{"value":2}}`), SelectServer},
+		"an entry without one":     {stamped("1", "n2k.160", "21:04:00", `"values":{"n2k.160":{"value":1,"timestamp":"2026-12-01T21:04:00.000Z"},"n2k.99":{"value":2}}`), SelectServer},
 	} {
 		t.Run(name, func(t *testing.T) {
 			rs, err := MapWithin([]byte(model(`{"p":`+tt.leaf+`}`, twoBuses)), tt.sel, age)
