@@ -51,6 +51,11 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		if created && cfg.readOnly {
 			return nil, invalid(abs, "no such file (a read-only open creates nothing)")
 		}
+		if cfg.wal() {
+			if err := checkLocalFS(abs); err != nil {
+				return nil, err
+			}
+		}
 		if s.lock, err = lifetimeLock(abs+".lock", cfg.exclusive); err != nil {
 			return nil, err
 		}
@@ -205,9 +210,15 @@ func (s *Store) openError(ctx context.Context, op string, err error) error {
 	return unavailable(op, s.path, err)
 }
 
-// release undoes a failed Open.
+// release undoes a failed Open. In WAL mode SQLite's last connection to
+// close would checkpoint the WAL into the file and delete it: the
+// connection is told not to, so that a refused file is left as it was.
 func (s *Store) release() {
 	if s.conn != nil {
+		s.conn.Raw(func(c any) error {
+			_, err := c.(driver.Conn).Raw().Config(sqlite3.DBCONFIG_NO_CKPT_ON_CLOSE, true)
+			return err
+		})
 		s.conn.Close()
 	}
 	if s.db != nil {
