@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"testing"
 
@@ -83,11 +84,13 @@ func checkpoint(ctx context.Context, s *sqlitestore.Store, mode string) error {
 // had written part of its cache), all (the process killed).
 // A partial survival runs at every other cut point (first from the
 // first, second from the second), which between them cover every one.
-var survivals = []struct {
+type survival struct {
 	name        string
 	after       func(*memFS) *memFS
 	first, step int
-}{
+}
+
+var survivals = []survival{
 	{"power", (*memFS).PowerCut, 1, 1},
 	{"power-even", func(fs *memFS) *memFS { return fs.PowerCutKeeping(keepEven) }, 1, 2},
 	{"power-odd", func(fs *memFS) *memFS { return fs.PowerCutKeeping(keepOdd) }, 2, 2},
@@ -96,25 +99,13 @@ var survivals = []struct {
 
 // TestWALCutPoints cuts the power, or kills the process, at every
 // mutating operation of checkpointSteps in a WAL journal (see
-// survivals; every fifth of those under the race detector, whose run is
-// slow), and checks that what
-// survives opens, in WAL mode, to a database with every acknowledged
-// receipt, commit and activation (verify).
+// survivals), and checks that what survives opens, in WAL mode, to a
+// database with every acknowledged receipt, commit and activation
+// (verify).
 func TestWALCutPoints(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	base, acked := journalBaseline(t, "wal")
-
-	dry := base.PowerCut()
-	t.Cleanup(dry.unregister)
-	s := openJournal(t, dry, "wal")
-	before, _ := dry.Ops()
-	var l ledger
-	require.NoError(t, checkpointSteps(ctx, s, &l))
-	total, kinds := dry.Ops()
-	total -= before
-	byFile := dry.OpsByFile()
-	t.Logf("%d cut points: %v; by file: %v", total, kinds, byFile)
+	total, byFile := dryRun(t, base, "wal", checkpointSteps)
 	// Every step of the WAL is among the cut points: frames appended and
 	// synced at each commit, the database written and synced by a
 	// checkpoint, the WAL truncated, and deleted at Close.
@@ -122,33 +113,7 @@ func TestWALCutPoints(t *testing.T) {
 		require.Positive(t, byFile[op], "no %q among the cut points", op)
 	}
 	require.Zero(t, byFile["write "+dbPath+"-journal"], "a WAL database wrote a rollback journal")
-
-	for _, sv := range survivals {
-		t.Run(sv.name, func(t *testing.T) {
-			t.Parallel()
-			step := sv.step
-			if raceEnabled {
-				step *= 5
-			}
-			for n := sv.first; n <= total; n += step {
-				t.Run(fmt.Sprintf("cut-%03d", n), func(t *testing.T) {
-					fs := base.PowerCut()
-					defer fs.unregister()
-					s := openJournal(t, fs, "wal")
-					fs.Arm(n)
-					var l ledger
-					err := checkpointSteps(ctx, s, &l)
-					require.True(t, fs.Off(), "the power was cut (error: %v)", err)
-					s.Close() // the connection is dead; its error says nothing
-					left := sv.after(fs)
-					defer left.unregister()
-					after := openJournal(t, left, "wal")
-					defer func() { require.NoError(t, after.Close()) }()
-					verify(t, ctx, after, append(acked, l.all()...))
-				})
-			}
-		})
-	}
+	cutEverywhere(t, base, acked, "wal", total, survivals, checkpointSteps)
 }
 
 // TestTruncateCutPointsKeepingSome is TestPowerLoss on a disk that had
@@ -157,18 +122,38 @@ func TestWALCutPoints(t *testing.T) {
 // order what matters.
 func TestTruncateCutPointsKeepingSome(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	base, acked := journalBaseline(t, "truncate")
+	steps := func(ctx context.Context, s *sqlitestore.Store, l *ledger) error {
+		return errors.Join(faultCycles(ctx, s, l), s.Close())
+	}
+	total, _ := dryRun(t, base, "truncate", steps)
+	cutEverywhere(t, base, acked, "truncate", total, survivals[1:3], steps)
+}
+
+// dryRun runs steps on a copy of base in journal mode without a cut and
+// returns the number of mutating operations they made (the cut points),
+// and how many of each kind on each file (memFS.OpsByFile).
+func dryRun(t *testing.T, base *memFS, journal string, steps func(context.Context, *sqlitestore.Store, *ledger) error) (int, map[string]int) {
+	t.Helper()
 	dry := base.PowerCut()
 	t.Cleanup(dry.unregister)
-	s := openJournal(t, dry, "truncate")
+	s := openJournal(t, dry, journal)
 	before, _ := dry.Ops()
 	var l ledger
-	require.NoError(t, faultCycles(ctx, s, &l))
-	total, _ := dry.Ops()
-	total -= before
-	require.NoError(t, s.Close())
-	for _, sv := range survivals[1:3] {
+	require.NoError(t, steps(context.Background(), s, &l))
+	total, kinds := dry.Ops()
+	byFile := dry.OpsByFile()
+	t.Logf("%d cut points: %v; by file: %v", total-before, kinds, byFile)
+	return total - before, byFile
+}
+
+// cutEverywhere runs steps on a copy of base in journal mode, cut at each
+// of its total points by each survival (every fifth of its points under
+// the race detector, whose run is slow), and verifies that what survives
+// opens to a database with every acknowledged line (verify).
+func cutEverywhere(t *testing.T, base *memFS, acked []string, journal string, total int, svs []survival, steps func(context.Context, *sqlitestore.Store, *ledger) error) {
+	ctx := context.Background()
+	for _, sv := range svs {
 		t.Run(sv.name, func(t *testing.T) {
 			t.Parallel()
 			step := sv.step
@@ -179,15 +164,15 @@ func TestTruncateCutPointsKeepingSome(t *testing.T) {
 				t.Run(fmt.Sprintf("cut-%03d", n), func(t *testing.T) {
 					fs := base.PowerCut()
 					defer fs.unregister()
-					s := openJournal(t, fs, "truncate")
+					s := openJournal(t, fs, journal)
 					fs.Arm(n)
 					var l ledger
-					err := faultCycles(ctx, s, &l)
-					require.True(t, fs.Off() && err != nil, "the power was cut (error: %v)", err)
-					s.Close()
+					err := steps(ctx, s, &l)
+					require.True(t, fs.Off(), "the power was cut (error: %v)", err)
+					s.Close() // the connection is dead; its error says nothing
 					left := sv.after(fs)
 					defer left.unregister()
-					after := openJournal(t, left, "truncate")
+					after := openJournal(t, left, journal)
 					defer func() { require.NoError(t, after.Close()) }()
 					verify(t, ctx, after, append(acked, l.all()...))
 				})
