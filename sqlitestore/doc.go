@@ -27,11 +27,20 @@
 //
 // A commit costs about five syncs, whatever it holds; concurrent calls
 // share them (group commit, below), so that under load a message costs
-// under one. WAL measured fewer (BenchmarkJournalModes), but the power-cut,
-// crash-point, cut-file and damage tests cannot run it (their test VFS has
-// no shared memory), and WAL in exclusive locking mode, which needs none,
-// locks every other process out, an operator's status or commit while
-// serve runs among them (TestBusyAcrossProcesses fails): TRUNCATE stays.
+// under one. WAL measured fewer (BenchmarkJournalModes). In WAL mode
+// (WithJournal in the tests) a commit appends its pages to the WAL and,
+// with synchronous=FULL, syncs it before it is acknowledged; a checkpoint
+// copies the WAL into the file and syncs the file before the WAL is
+// restarted or truncated; the WAL index (the -shm file) is rebuilt from
+// the WAL after a crash. The power-cut and crash-point tests cut WAL
+// commits and checkpoints at every write, sync, truncation and deletion,
+// with the WAL index lost, and with the unsynced writes lost, partly
+// kept in another order, or all kept (TestWALCutPoints); Open checks a WAL
+// database as its file overlaid with the WAL's committed frames (a
+// checkpoint cut short leaves a page 1 counting pages only the WAL holds),
+// and refuses one on a network file system (ErrNetworkFileSystem), where
+// the WAL index cannot be shared. TRUNCATE stays the journal until the
+// remaining tests pass in WAL mode.
 //
 // # Transactions and processes
 //
