@@ -48,7 +48,7 @@ func (t *tx) ChunkByPayload(ctx context.Context, digest canonical.Digest) (final
 // index (schema version 4).
 func (t *outboxTx) DeliveredChunk(ctx context.Context, digest canonical.Digest, before int64) (outbox.Entry, error) {
 	out, err := t.entries(ctx, "read delivered outbox entry",
-		`WHERE vessel_id = ? AND digest = ? AND revision < ? AND chunk_index >= 0 AND state = ? ORDER BY revision DESC LIMIT 1`,
+		`WHERE o.vessel_id = ? AND o.digest = ? AND o.revision < ? AND o.chunk_index >= 0 AND o.state = ? ORDER BY o.revision DESC LIMIT 1`,
 		t.vessel, digest[:], before, string(outbox.Delivered))
 	switch {
 	case err != nil:

@@ -34,6 +34,7 @@ type memFS struct {
 	failErr error
 	failed  bool
 	kinds   map[string]int
+	written int64 // bytes written, to every file
 }
 
 type inode struct{ data, synced []byte }
@@ -97,6 +98,14 @@ func (fs *memFS) Ops() (int, map[string]int) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	return len(fs.ops), maps.Clone(fs.kinds)
+}
+
+// Written returns the number of bytes written so far, to every file (the
+// database, its journal, temporary files).
+func (fs *memFS) Written() int64 {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	return fs.written
 }
 
 // Off reports whether the power was cut; Failed whether the I/O error fired.
@@ -203,6 +212,7 @@ func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
 	if err := f.fs.op("write", sqlite3.IOERR_WRITE); err != nil {
 		return 0, err
 	}
+	f.fs.written += int64(len(p))
 	if end := off + int64(len(p)); end > int64(len(f.ino.data)) {
 		f.ino.data = append(f.ino.data, make([]byte, end-int64(len(f.ino.data)))...)
 	}
