@@ -35,6 +35,7 @@ type memFS struct {
 	failed  bool
 	kinds   map[string]int
 	written int64 // bytes written, to every file
+	journal int64 // bytes written to journals (rollback or WAL)
 }
 
 type inode struct{ data, synced []byte }
@@ -100,12 +101,12 @@ func (fs *memFS) Ops() (int, map[string]int) {
 	return len(fs.ops), maps.Clone(fs.kinds)
 }
 
-// Written returns the number of bytes written so far, to every file (the
-// database, its journal, temporary files).
-func (fs *memFS) Written() int64 {
+// Written returns the number of bytes written so far to every file (the
+// database, its journal, temporary files), and to journals alone.
+func (fs *memFS) Written() (all, journal int64) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
-	return fs.written
+	return fs.written, fs.journal
 }
 
 // Off reports whether the power was cut; Failed whether the I/O error fired.
@@ -153,7 +154,7 @@ func (fs *memFS) Open(name string, flags vfs.OpenFlag) (vfs.File, vfs.OpenFlag, 
 		fs.names[name] = ino
 	}
 	journal := flags&(vfs.OPEN_MAIN_JOURNAL|vfs.OPEN_SUPER_JOURNAL|vfs.OPEN_WAL) != 0
-	return &memFile{fs: fs, ino: ino, dirSync: journal && flags&vfs.OPEN_CREATE != 0}, flags, nil
+	return &memFile{fs: fs, ino: ino, journal: journal, dirSync: journal && flags&vfs.OPEN_CREATE != 0}, flags, nil
 }
 
 func (fs *memFS) Delete(name string, syncDir bool) error {
@@ -183,6 +184,7 @@ func (fs *memFS) FullPathname(name string) (string, error) { return name, nil }
 type memFile struct {
 	fs      *memFS
 	ino     *inode
+	journal bool // opened as a journal
 	dirSync bool // the next Sync also syncs the directory
 	lock    vfs.LockLevel
 }
@@ -213,6 +215,9 @@ func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
 		return 0, err
 	}
 	f.fs.written += int64(len(p))
+	if f.journal {
+		f.fs.journal += int64(len(p))
+	}
 	if end := off + int64(len(p)); end > int64(len(f.ino.data)) {
 		f.ino.data = append(f.ino.data, make([]byte, end-int64(len(f.ino.data)))...)
 	}
