@@ -271,3 +271,44 @@ func gunzipTo(t *testing.T, src, dst string) {
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(dst, data, 0o600))
 }
+
+// TestBodyFirstRevision: entries put in falling revisions (the Writer
+// never does; a Store takes them) share a body whose first_revision
+// follows the lowest, so that a delivered chunk below the first put is
+// still found by its digest.
+func TestBodyFirstRevision(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "board.db"))
+	require.NoError(t, err)
+	defer s.Close()
+	records := examples.Scaled(150)
+	build := func(rev int64) []outbox.Entry {
+		snap, err := envelope.Build(envelope.Input{VesselID: bodyVessel, SnapshotID: uuid.New(), Revision: rev,
+			DiscoveredAt: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC), Records: records})
+		require.NoError(t, err)
+		return outbox.Entries(snap)
+	}
+	high, low := build(5), build(3)
+	for _, entries := range [][]outbox.Entry{high, low} {
+		require.NoError(t, s.Outbox().WithVessel(ctx, bodyVessel, func(tx outbox.Tx) error { return tx.PutEntries(ctx, entries) }))
+	}
+	require.NoError(t, s.Outbox().WithVessel(ctx, bodyVessel, func(tx outbox.Tx) error {
+		if err := tx.SetState(ctx, low[1].SnapshotID, low[1].ChunkIndex, outbox.Delivered); err != nil {
+			return err
+		}
+		got, err := tx.(outbox.DeliveredTx).DeliveredChunk(ctx, low[1].Digest, 4)
+		require.NoError(t, err)
+		require.Equal(t, low[1].SnapshotID, got.SnapshotID)
+		require.Equal(t, low[1].Payload, got.Payload)
+		return nil
+	}))
+	for _, entries := range [][]outbox.Entry{high, low} {
+		got, err := storedEntries(t, s, bodyVessel, entries[0].SnapshotID)
+		require.NoError(t, err)
+		for i := range got {
+			got[i].State = outbox.Pending
+		}
+		require.Equal(t, entries, got)
+	}
+}

@@ -84,17 +84,17 @@ func rowOfEntry(e outbox.Entry) entryRow {
 
 // entrySelect reads an entry row with its body, if it has one: the
 // columns of entryColumns (payload without its body), the row's checksum,
-// body_id and body_at, and the body row's vessel_id, sha256, body and
-// checksum (all NULL when there is none).
+// body_id and body_at, and the body row's vessel_id, digest,
+// first_revision, body and checksum (all NULL when there is none).
 const entrySelect = `SELECT o.snapshot_id, o.chunk_index, o.revision, o.entity_type, o.entity_key, o.payload, o.digest, o.state,
-	o.checksum, o.body_id, o.body_at, b.vessel_id, b.sha256, b.body, b.checksum
+	o.checksum, o.body_id, o.body_at, b.vessel_id, b.digest, b.first_revision, b.body, b.checksum
 	FROM outbox AS o LEFT JOIN outbox_bodies AS b ON b.id = o.body_id `
 
 // storedBody is the part of an entry row that names its body, and the
 // body row read with it.
 type storedBody struct {
-	id, at, checksum  sql.NullInt64
-	vessel, sha, body []byte
+	id, at, first, checksum sql.NullInt64
+	vessel, digest, body    []byte
 }
 
 // payload returns the entry's payload whole: part, the row's payload
@@ -108,7 +108,7 @@ func (b *storedBody) payload(vessel, part []byte) (whole []byte, ok bool, bodyDa
 	case !b.id.Valid || !b.at.Valid || b.at.Int64 < 0 || b.at.Int64 > int64(len(part)) || b.body == nil ||
 		!bytes.Equal(b.vessel, vessel):
 		return nil, false, false
-	case !bodySum(b.vessel, b.sha, b.body).matches(b.checksum):
+	case !bodySum(b.vessel, b.digest, b.first.Int64, b.body).matches(b.checksum):
 		return nil, false, true
 	}
 	at := int(b.at.Int64)
@@ -130,7 +130,7 @@ func (t *outboxTx) entries(ctx context.Context, op, where string, args ...any) (
 		var row entryRow
 		var stored sql.NullInt64
 		var body storedBody
-		if err := r.Scan(append(row.dest(), &stored, &body.id, &body.at, &body.vessel, &body.sha, &body.body, &body.checksum)...); err != nil {
+		if err := r.Scan(append(row.dest(), &stored, &body.id, &body.at, &body.vessel, &body.digest, &body.first, &body.body, &body.checksum)...); err != nil {
 			return err
 		}
 		whole, ok, bodyDamaged := body.payload(t.vessel, row.payload)
@@ -201,11 +201,13 @@ const minSharedBody = 512
 
 // bodyOf returns where, in a chunk entry's payload, the content of its
 // records array lies: between the first `"records":[` and the last
-// `],"revision":`, as in every chunk's canonical bytes (SPEC.md §6.3).
-// ok is false for a manifest, for bytes not of that form and for a body
-// shorter than minSharedBody: the entry is stored whole. Any split would
-// store the payload faithfully, as the two parts are put back together
-// byte for byte; this one makes the shared part what repeats.
+// `],"revision":`, as in every chunk's canonical bytes (SPEC.md §6.3),
+// and only when {"records":[...]} of that content has the entry's digest,
+// its payload_sha256, which keys the shared body. ok is false for a
+// manifest, for bytes not of that form or not of that digest, and for a
+// body shorter than minSharedBody: the entry is stored whole. The two
+// parts are put back together byte for byte, so any split stores the
+// payload faithfully; this one makes the shared part what repeats.
 func bodyOf(e outbox.Entry) (at, end int, ok bool) {
 	if e.EntityType != sourcecatalog.ChunkEntityType {
 		return 0, 0, false
@@ -213,7 +215,14 @@ func bodyOf(e outbox.Entry) (at, end int, ok bool) {
 	const open, close = `"records":[`, `],"revision":`
 	at = bytes.Index(e.Payload, []byte(open)) + len(open)
 	end = bytes.LastIndex(e.Payload, []byte(close))
-	return at, end, at >= len(open) && end-at >= minSharedBody
+	if at < len(open) || end-at < minSharedBody {
+		return 0, 0, false
+	}
+	h := sha256.New()
+	h.Write([]byte(`{"records":[`))
+	h.Write(e.Payload[at:end])
+	h.Write([]byte(`]}`))
+	return at, end, bytes.Equal(h.Sum(nil), e.Digest[:])
 }
 
 // pendingRow is an entry on its way into the outbox table.
@@ -222,7 +231,6 @@ type pendingRow struct {
 	sum    int64
 	part   []byte        // the payload column: the payload without its body
 	at     sql.NullInt64 // body_at
-	sha    [sha256.Size]byte
 	shared bool
 	body   []byte
 }
@@ -247,7 +255,6 @@ func (t *outboxTx) PutEntries(ctx context.Context, entries []outbox.Entry) error
 			p.part = e.Payload
 			if at, end, ok := bodyOf(e); ok {
 				p.shared, p.body, p.at = true, e.Payload[at:end], sql.NullInt64{Int64: int64(at), Valid: true}
-				p.sha = sha256.Sum256(p.body)
 				p.part = append(append(make([]byte, 0, len(e.Payload)-len(p.body)), e.Payload[:at]...), e.Payload[end:]...)
 			}
 		}
@@ -259,7 +266,7 @@ func (t *outboxTx) PutEntries(ctx context.Context, entries []outbox.Entry) error
 		for _, p := range rows {
 			var id sql.NullInt64
 			if p.shared {
-				id = sql.NullInt64{Int64: ids[p.sha], Valid: true}
+				id = sql.NullInt64{Int64: ids[digestKey(p.row.digest)], Valid: true}
 			}
 			r := p.row
 			args = append(args, t.vessel, r.snapshot, r.chunkIndex, r.revision, r.entityType, r.entityKey,
@@ -274,67 +281,84 @@ func (t *outboxTx) PutEntries(ctx context.Context, entries []outbox.Entry) error
 	return nil
 }
 
+func digestKey(d []byte) [sha256.Size]byte { return [sha256.Size]byte(d) }
+
+// A bodyRow is an outbox_bodies row as written.
+type bodyRow struct {
+	digest [sha256.Size]byte
+	first  int64 // first_revision
+	body   []byte
+}
+
+func (b *bodyRow) sum(vessel []byte) int64 {
+	return bodySum(vessel, b.digest[:], b.first, b.body).sum()
+}
+
 // bodies returns the ids of the outbox_bodies rows holding the shared
-// bodies of rows, by SHA-256: the vessel's rows that hold them already,
-// and new rows for the others. A row found whose body does not match its
-// checksum is damaged: it is given the body again, whose bytes have the
-// SHA-256 it is found by, which mends every entry that shares it.
+// bodies of rows, by digest: the vessel's rows that hold them already,
+// and new rows for the others. A row found is written again, whole, when
+// its body does not match its checksum — it is damaged, and mended by the
+// body of rows, which has the digest it is found by — or when rows are of
+// a revision below its first_revision (which the Writer never does).
 func (t *outboxTx) bodies(ctx context.Context, rows []pendingRow) (map[[sha256.Size]byte]int64, error) {
-	want := map[[sha256.Size]byte][]byte{}
+	want := map[[sha256.Size]byte]*bodyRow{}
+	var order []*bodyRow
 	args := []any{t.vessel}
 	for _, p := range rows {
-		if _, dup := want[p.sha]; p.shared && !dup {
-			want[p.sha] = p.body
-			args = append(args, p.sha[:])
+		if !p.shared {
+			continue
 		}
+		key := digestKey(p.row.digest)
+		if b := want[key]; b != nil {
+			b.first = min(b.first, p.row.revision)
+			continue
+		}
+		b := &bodyRow{digest: key, first: p.row.revision, body: p.body}
+		want[key], order = b, append(order, b)
+		args = append(args, key[:])
 	}
 	ids := make(map[[sha256.Size]byte]int64, len(want))
 	if len(want) == 0 {
 		return ids, nil
 	}
-	var damaged []int64
-	err := t.query(ctx, "read outbox bodies", `SELECT id, sha256, body, checksum FROM outbox_bodies
-		WHERE vessel_id = ? AND sha256 IN (?`+strings.Repeat(", ?", len(want)-1)+`)`, args, func(r *sql.Rows) error {
-		var id int64
-		var sha, body []byte
+	var rewrite []int64
+	err := t.query(ctx, "read outbox bodies", `SELECT id, digest, first_revision, body, checksum FROM outbox_bodies
+		WHERE vessel_id = ? AND digest IN (?`+strings.Repeat(", ?", len(want)-1)+`)`, args, func(r *sql.Rows) error {
+		var id, first int64
+		var digest, body []byte
 		var stored sql.NullInt64
-		if err := r.Scan(&id, &sha, &body, &stored); err != nil {
+		if err := r.Scan(&id, &digest, &first, &body, &stored); err != nil {
 			return err
 		}
-		key := [sha256.Size]byte(sha)
-		ids[key] = id
-		if !bodySum(t.vessel, sha, body).matches(stored) {
-			damaged = append(damaged, id)
+		b := want[[sha256.Size]byte(digest)] // the IN list matched it: 32 bytes, one of want's
+		ids[b.digest] = id
+		if !bodySum(t.vessel, digest, first, body).matches(stored) || b.first < first {
+			rewrite = append(rewrite, id)
 		}
+		b.first = min(b.first, first)
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	for key, id := range ids {
-		if slices.Contains(damaged, id) {
-			body := want[key]
-			if _, err := t.exec(ctx, "mend outbox body", `UPDATE outbox_bodies SET body = ?, checksum = ? WHERE id = ?`,
-				body, bodySum(t.vessel, key[:], body).sum(), id); err != nil {
+	for _, b := range order {
+		id, found := ids[b.digest]
+		switch {
+		case found && slices.Contains(rewrite, id):
+			if _, err := t.exec(ctx, "mend outbox body", `UPDATE outbox_bodies SET first_revision = ?, body = ?, checksum = ? WHERE id = ?`,
+				b.first, b.body, b.sum(t.vessel), id); err != nil {
 				return nil, err
 			}
+		case !found:
+			res, err := t.exec(ctx, "write outbox body", `INSERT INTO outbox_bodies (vessel_id, digest, first_revision, body, checksum)
+				VALUES (?, ?, ?, ?, ?)`, t.vessel, b.digest[:], b.first, b.body, b.sum(t.vessel))
+			if err != nil {
+				return nil, err
+			}
+			if ids[b.digest], err = res.LastInsertId(); err != nil {
+				return nil, t.fail(ctx, "write outbox body", err)
+			}
 		}
-	}
-	for _, p := range rows {
-		key, body := p.sha, p.body
-		if _, found := ids[key]; found || !p.shared {
-			continue
-		}
-		res, err := t.exec(ctx, "write outbox body", `INSERT INTO outbox_bodies (vessel_id, sha256, body, checksum) VALUES (?, ?, ?, ?)`,
-			t.vessel, key[:], body, bodySum(t.vessel, key[:], body).sum())
-		if err != nil {
-			return nil, err
-		}
-		id, err := res.LastInsertId()
-		if err != nil {
-			return nil, t.fail(ctx, "write outbox body", err)
-		}
-		ids[key] = id
 	}
 	return ids, nil
 }

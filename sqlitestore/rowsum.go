@@ -89,8 +89,8 @@ func entrySum(vessel []byte, e *entryRow) *rowSum {
 
 // bodySum is the checksum of an outbox_bodies row: the records a chunk
 // entry's payload holds, shared by the entries with the same.
-func bodySum(vessel, sha []byte, body []byte) *rowSum {
-	return newRowSum("outbox_bodies").bytes(vessel).bytes(sha).bytes(body)
+func bodySum(vessel, digest []byte, firstRevision int64, body []byte) *rowSum {
+	return newRowSum("outbox_bodies").bytes(vessel).bytes(digest).int(firstRevision).bytes(body)
 }
 
 // damagedRow is the error of a row that does not match its checksum.
