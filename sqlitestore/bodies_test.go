@@ -138,7 +138,8 @@ func TestDamagedBody(t *testing.T) {
 }
 
 // TestBodyReference: an entry naming a body that is not there, or
-// another vessel's, or putting it outside its payload, is damaged.
+// another vessel's (even one holding the same records), or putting it
+// outside its payload, is damaged.
 func TestBodyReference(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -148,8 +149,8 @@ func TestBodyReference(t *testing.T) {
 	records := examples.Scaled(150)
 	mine := commitCycle(t, s, bodyVessel, 1, records)
 	other := uuid.MustParse("7a1f0c3e-9b2d-4e6f-8a5c-1d3e5f7a9b0c")
-	commitCycle(t, s, other, 1, examples.WithChangedUnits(records, 3))
-	theirs := count(t, s, `SELECT min(id) FROM outbox_bodies WHERE vessel_id = ?`, other[:])
+	commitCycle(t, s, other, 1, records)
+	theirs := count(t, s, `SELECT id FROM outbox_bodies WHERE vessel_id = ? AND digest = ?`, other[:], mine[1].Digest[:])
 	chunk0 := `FROM outbox WHERE snapshot_id = ? AND chunk_index = 0`
 	id, at := count(t, s, `SELECT body_id `+chunk0, mine[0].SnapshotID[:]), count(t, s, `SELECT body_at `+chunk0, mine[0].SnapshotID[:])
 	for name, update := range map[string]string{
@@ -311,4 +312,42 @@ func TestBodyFirstRevision(t *testing.T) {
 		}
 		require.Equal(t, entries, got)
 	}
+}
+
+// TestBodyNeedsItsDigest: records that do not have their entry's digest
+// are stored with the entry and shared with none, so that an entry put
+// with tampered bytes cannot stand in for the records of a later one with
+// that digest.
+func TestBodyNeedsItsDigest(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "board.db"))
+	require.NoError(t, err)
+	defer s.Close()
+	genuine := commitCycle(t, s, bodyVessel, 1, examples.Scaled(150))
+	// The same cycle, its chunk 0's records tampered under its digest, put
+	// in another vessel's outbox first.
+	other := uuid.MustParse("7a1f0c3e-9b2d-4e6f-8a5c-1d3e5f7a9b0c")
+	tampered := make([]outbox.Entry, len(genuine))
+	for i, e := range genuine {
+		e.VesselID = other
+		tampered[i] = e
+	}
+	at := bytes.Index(tampered[1].Payload, []byte(`"records":[`)) + 40
+	tampered[1].Payload = bytes.Clone(tampered[1].Payload)
+	tampered[1].Payload[at] ^= 0x01
+	require.NoError(t, s.Outbox().WithVessel(ctx, other, func(tx outbox.Tx) error { return tx.PutEntries(ctx, tampered[1:2]) }))
+	require.Zero(t, count(t, s, `SELECT count(*) FROM outbox_bodies WHERE vessel_id = ?`, other[:]), "tampered records were shared")
+	fine := make([]outbox.Entry, len(genuine))
+	for i, e := range genuine {
+		e.VesselID, e.SnapshotID, e.Revision = other, uuid.New(), e.Revision+1 // the store reads no bytes of these
+		fine[i] = e
+	}
+	require.NoError(t, s.Outbox().WithVessel(ctx, other, func(tx outbox.Tx) error { return tx.PutEntries(ctx, fine[1:2]) }))
+	got, err := storedEntries(t, s, other, fine[1].SnapshotID)
+	require.NoError(t, err)
+	require.Equal(t, fine[1:2], got)
+	got, err = storedEntries(t, s, other, tampered[1].SnapshotID)
+	require.NoError(t, err)
+	require.Equal(t, tampered[1:2], got, "the tampered entry reads back as put")
 }
