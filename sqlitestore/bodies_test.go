@@ -52,6 +52,25 @@ func storedEntries(t *testing.T, s *sqlitestore.Store, vessel, snapshot uuid.UUI
 	return out, err
 }
 
+// openBoard opens a store in a new file, closed when the test ends.
+func openBoard(t *testing.T) *sqlitestore.Store {
+	t.Helper()
+	s, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "board.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// requireStored requires each snapshot's entries to read back as given.
+func requireStored(t *testing.T, s *sqlitestore.Store, vessel uuid.UUID, snapshots ...[]outbox.Entry) {
+	t.Helper()
+	for _, want := range snapshots {
+		got, err := storedEntries(t, s, vessel, want[0].SnapshotID)
+		require.NoError(t, err)
+		require.Equal(t, want, got)
+	}
+}
+
 func count(t *testing.T, s *sqlitestore.Store, query string, args ...any) int64 {
 	t.Helper()
 	n, err := s.QueryInt(context.Background(), query, args...)
@@ -64,10 +83,7 @@ func count(t *testing.T, s *sqlitestore.Store, query string, args ...any) int64 
 // back byte for byte; another vessel's cycle shares nothing with it.
 func TestOutboxSharesBodies(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	s, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "board.db"))
-	require.NoError(t, err)
-	defer s.Close()
+	s := openBoard(t)
 	records := examples.Scaled(150)
 	first := commitCycle(t, s, bodyVessel, 1, records)
 	require.Greater(t, len(first), 2, "fixture: a snapshot of several chunks")
@@ -76,11 +92,7 @@ func TestOutboxSharesBodies(t *testing.T) {
 
 	second := commitCycle(t, s, bodyVessel, 2, records)
 	require.Equal(t, bodies, count(t, s, `SELECT count(*) FROM outbox_bodies`), "the identical cycle stored records again")
-	for _, want := range [][]outbox.Entry{first, second} {
-		got, err := storedEntries(t, s, bodyVessel, want[0].SnapshotID)
-		require.NoError(t, err)
-		require.Equal(t, want, got)
-	}
+	requireStored(t, s, bodyVessel, first, second)
 	// A chunk's row keeps its payload without the records.
 	short := count(t, s, `SELECT count(*) FROM outbox WHERE chunk_index >= 0 AND body_id IS NOT NULL AND length(payload) < 512`)
 	require.Equal(t, int64(2*(len(first)-1)), short)
@@ -129,12 +141,8 @@ func TestDamagedBody(t *testing.T) {
 	}
 	require.Zero(t, sent, "a publish of damaged records sent something")
 
-	commitCycle(t, s, bodyVessel, 3, records)
-	for _, want := range [][]outbox.Entry{first, second} {
-		got, err := storedEntries(t, s, bodyVessel, want[0].SnapshotID)
-		require.NoError(t, err, "the body was mended")
-		require.Equal(t, want, got)
-	}
+	commitCycle(t, s, bodyVessel, 3, records) // mends the body
+	requireStored(t, s, bodyVessel, first, second)
 }
 
 // TestBodyReference: an entry naming a body that is not there, or
@@ -143,9 +151,7 @@ func TestDamagedBody(t *testing.T) {
 func TestBodyReference(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "board.db"))
-	require.NoError(t, err)
-	defer s.Close()
+	s := openBoard(t)
 	records := examples.Scaled(150)
 	mine := commitCycle(t, s, bodyVessel, 1, records)
 	other := uuid.MustParse("7a1f0c3e-9b2d-4e6f-8a5c-1d3e5f7a9b0c")
@@ -166,9 +172,7 @@ func TestBodyReference(t *testing.T) {
 		require.NoError(t, s.Exec(ctx, `UPDATE outbox SET body_id = ?, body_at = ? WHERE snapshot_id = ? AND chunk_index = 0`,
 			id, at, mine[0].SnapshotID[:]))
 	}
-	got, err := storedEntries(t, s, bodyVessel, mine[0].SnapshotID)
-	require.NoError(t, err)
-	require.Equal(t, mine, got)
+	requireStored(t, s, bodyVessel, mine)
 }
 
 // TestMigrateV4Outbox opens a board file of schema version 4, written
@@ -243,11 +247,7 @@ func TestMigrateV4Outbox(t *testing.T) {
 	require.NotZero(t, bodies)
 	fourth := commitCycle(t, s, vessel, 4, records)
 	require.Equal(t, bodies, count(t, s, `SELECT count(*) FROM outbox_bodies`))
-	for _, c := range [][]outbox.Entry{third, fourth} {
-		got, err := storedEntries(t, s, vessel, c[0].SnapshotID)
-		require.NoError(t, err)
-		require.Equal(t, c, got)
-	}
+	requireStored(t, s, vessel, third, fourth)
 }
 
 // recordingTransport keeps what it sends and answers each with its
@@ -280,9 +280,7 @@ func gunzipTo(t *testing.T, src, dst string) {
 func TestBodyFirstRevision(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "board.db"))
-	require.NoError(t, err)
-	defer s.Close()
+	s := openBoard(t)
 	records := examples.Scaled(150)
 	build := func(rev int64) []outbox.Entry {
 		snap, err := envelope.Build(envelope.Input{VesselID: bodyVessel, SnapshotID: uuid.New(), Revision: rev,
@@ -321,9 +319,7 @@ func TestBodyFirstRevision(t *testing.T) {
 func TestBodyNeedsItsDigest(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "board.db"))
-	require.NoError(t, err)
-	defer s.Close()
+	s := openBoard(t)
 	genuine := commitCycle(t, s, bodyVessel, 1, examples.Scaled(150))
 	// The same cycle, its chunk 0's records tampered under its digest, put
 	// in another vessel's outbox first.
@@ -344,10 +340,5 @@ func TestBodyNeedsItsDigest(t *testing.T) {
 		fine[i] = e
 	}
 	require.NoError(t, s.Outbox().WithVessel(ctx, other, func(tx outbox.Tx) error { return tx.PutEntries(ctx, fine[1:2]) }))
-	got, err := storedEntries(t, s, other, fine[1].SnapshotID)
-	require.NoError(t, err)
-	require.Equal(t, fine[1:2], got)
-	got, err = storedEntries(t, s, other, tampered[1].SnapshotID)
-	require.NoError(t, err)
-	require.Equal(t, tampered[1:2], got, "the tampered entry reads back as put")
+	requireStored(t, s, other, fine[1:2], tampered[1:2])
 }
