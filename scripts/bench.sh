@@ -9,7 +9,8 @@
 # case, and shows their rows: -only fleet runs the service benchmark
 # (BenchmarkServeFleet) alone, about two minutes a run on two cores;
 # -only link the far-link benchmark (BenchmarkLink: publish over a
-# simulated VSAT link against its floor), about a minute and a half.
+# simulated VSAT link against its floor), about a minute and a half;
+# -only boardwrites what an outbox commit writes on board.
 #
 # Environment:
 #   BENCH_COUNT              runs of each benchmark (default 1; -count wins).
@@ -98,6 +99,7 @@ bench . ./finalize/ '^BenchmarkB4bActivation$' 200x
 bench . ./canonical/ '^BenchmarkCanonical$/^(canonical|indented|shuffled)$/^Transform$' 10x GOEXPERIMENT=jsonv2
 bench sqlitestore . '^BenchmarkActivation$' 1x
 bench sqlitestore . '^BenchmarkGroupCommit$' 3x
+bench sqlitestore . '^BenchmarkBoardWrites$' 1x
 bench . ./signalk/ '^BenchmarkDiscover$' 10x
 bench . ./httpbinding/ '^(BenchmarkHostileGzip|BenchmarkRequestBytes)$' 20x
 bench . ./httpbinding/ '^BenchmarkCycleBytes$' 1x
@@ -167,6 +169,7 @@ fleet_rows() {
 #   faster  figure = ns/op, baseline = figure * ratio
 #   alloc   figure = ratio * canonical_bytes, baseline = canonical_bytes
 #   ms      figure = metric FIG (ms), baseline = metric BASE (ms)
+#   bytes   figure = metric FIG (bytes), baseline = metric BASE (bytes)
 #   xfirst  figure = ratio * metric BASE (ms), baseline = metric BASE (ms)
 #   speed   figure = MB/s, baseline = figure / ratio
 #   perbyte figure = alloc/byte, baseline = figure / ratio
@@ -217,6 +220,12 @@ sqlite 1 % changed vs first|BenchmarkActivation|changed1pct_x_first|xfirst||firs
 sqlite group commit, fsyncs per message|BenchmarkGroupCommit|fsyncs/message|ratio|||<=|1
 sqlite group commit vs fsync'd append floor|BenchmarkGroupCommit|x_floor|ratio|||
 sqlite group commit messages|BenchmarkGroupCommit|messages/s|value||||
+board writes, typical: identical commit vs first|BenchmarkBoardWrites/typical|identical_x_first|bytes|identical_bytes|first_bytes|<=|0.10
+board writes, typical: steady identical vs first|BenchmarkBoardWrites/typical|steady_x_first|bytes|steady_bytes|first_bytes||
+board writes, typical: growth + journal vs first|BenchmarkBoardWrites/typical|growth_journal_x_first|ratio|||<=|0.10
+board writes, example: identical commit vs first|BenchmarkBoardWrites/example|identical_x_first|bytes|identical_bytes|first_bytes|<=|0.10
+board writes, example: steady identical vs first|BenchmarkBoardWrites/example|steady_x_first|bytes|steady_bytes|first_bytes||
+board writes, example: growth + journal vs first|BenchmarkBoardWrites/example|growth_journal_x_first|ratio|||<=|0.10
 B5 MariaDB first activation vs floor|BenchmarkB5Activation|x_floor|ms|first_ms|floor_ms|<=|3
 B5 MariaDB identical vs first|BenchmarkB5Activation|identical_x_first|xfirst||first_ms|<=|0.02
 B5 MariaDB 1 % changed vs first|BenchmarkB5Activation|changed1pct_x_first|xfirst||first_ms|<=|0.05
@@ -342,6 +351,7 @@ BEGIN {
   else if (kind == "allocof"){ fig = sprintf("%.1f MB", mean(b, "B/op") / 1e6); base = sprintf("%.1f MB", c / 1e6) }
   else if (kind == "alloc")  { c = mean(b, "canonical_bytes"); fig = sprintf("%.1f MB", r * c / 1e6); base = sprintf("%.1f MB", c / 1e6) }
   else if (kind == "ms")     { fig = msec(mean(b, figm)); base = msec(mean(b, basem)) }
+  else if (kind == "bytes")  { fig = sprintf("%.1f kB", mean(b, figm) / 1e3); base = sprintf("%.1f kB", mean(b, basem) / 1e3) }
   else if (kind == "median") { fig = msec(median(b, figm)); base = msec(median(b, basem)) }
   else if (kind == "peak")   { fig = num(r) " " metric; base = "" }
   else if (kind == "xfirst") { c = mean(b, basem); fig = msec(r * c); base = msec(c) }

@@ -101,7 +101,8 @@
 // transaction cut short by a crash (a hot journal is recovery, not
 // damage). A file emptied to zero bytes cannot be told from a new one.
 // Every row holding bytes the stores hand out — a staged chunk, a
-// snapshot with its manifest, an outbox entry — carries a CRC-32C
+// snapshot with its manifest, an outbox entry, the records outbox entries
+// share — carries a CRC-32C
 // checksum written with it and checked at every read: a row damaged at
 // rest fails with ErrDamaged, naming the row, and its bytes are never
 // handed out.
@@ -120,7 +121,12 @@
 // Damage).
 //
 // Canonical bytes (manifests, chunks, records, outbox payloads) are BLOBs,
-// stored exactly as received. A time is two integer columns, Unix seconds
+// stored exactly as received. An outbox chunk entry keeps the content of
+// its records array apart, in a row the vessel's entries with the same
+// records share (schema version 5), so that a cycle repeating the last
+// one writes entry rows and no records; the entry reads back whole, byte
+// for byte, and a shared row that is damaged fails the read of every entry
+// sharing it, and is mended by the next commit that holds its records. A time is two integer columns, Unix seconds
 // and the nanoseconds within that second, so every time the protocol
 // accepts (years 0000 to 9999) survives exactly. Tables are STRICT.
 package sqlitestore

@@ -107,3 +107,13 @@ func SetFSType(f func(dir string) (int64, bool, error)) (restore func()) {
 	fsType = f
 	return func() { fsType = old }
 }
+
+// QueryInt runs a query of one integer outside any transaction of the
+// Store and returns its answer.
+func (s *Store) QueryInt(ctx context.Context, query string, args ...any) (int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var n int64
+	err := s.conn.QueryRowContext(ctx, query, args...).Scan(&n)
+	return n, err
+}

@@ -49,6 +49,8 @@ type memFS struct {
 	failed  bool
 	kinds   map[string]int
 	perFile map[string]int // mutating operations by kind and file name ("sync /catalog.db-wal")
+	written int64          // bytes written, to every file
+	journal int64          // bytes written to journals (rollback or WAL)
 }
 
 type inode struct {
@@ -192,6 +194,14 @@ func (fs *memFS) OpsByFile() map[string]int {
 	return maps.Clone(fs.perFile)
 }
 
+// Written returns the number of bytes written so far to every file (the
+// database, its journal, temporary files), and to journals alone.
+func (fs *memFS) Written() (all, journal int64) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	return fs.written, fs.journal
+}
+
 // Off reports whether the power was cut; Failed whether the I/O error fired.
 func (fs *memFS) Off() bool    { fs.mu.Lock(); defer fs.mu.Unlock(); return fs.off }
 func (fs *memFS) Failed() bool { fs.mu.Lock(); defer fs.mu.Unlock(); return fs.failed }
@@ -240,7 +250,7 @@ func (fs *memFS) Open(name string, flags vfs.OpenFlag) (vfs.File, vfs.OpenFlag, 
 		fs.names[name] = ino
 	}
 	journal := flags&(vfs.OPEN_MAIN_JOURNAL|vfs.OPEN_SUPER_JOURNAL|vfs.OPEN_WAL) != 0
-	f := &memFile{fs: fs, name: name, ino: ino, dirSync: journal && flags&vfs.OPEN_CREATE != 0}
+	f := &memFile{fs: fs, name: name, ino: ino, journal: journal, dirSync: journal && flags&vfs.OPEN_CREATE != 0}
 	if name != "" {
 		f.shm = vfs.NewSharedMemory(filepath.Join(fs.shmDir, filepath.Base(name)+"-shm"), flags)
 	}
@@ -275,6 +285,7 @@ type memFile struct {
 	fs      *memFS
 	name    string
 	ino     *inode
+	journal bool // opened as a journal
 	dirSync bool // the next Sync also syncs the directory
 	lock    vfs.LockLevel
 	shm     vfs.SharedMemory // a main database's WAL index; nil for other files
@@ -314,6 +325,10 @@ func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
 	defer f.fs.mu.Unlock()
 	if err := f.fs.op("write", f.name, sqlite3.IOERR_WRITE); err != nil {
 		return 0, err
+	}
+	f.fs.written += int64(len(p))
+	if f.journal {
+		f.fs.journal += int64(len(p))
 	}
 	c := change{off: off, data: slices.Clone(p)}
 	if c.data == nil {
