@@ -50,6 +50,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -120,6 +121,10 @@ type Config struct {
 	// Interval is the time between two scans' starts (default
 	// DefaultInterval).
 	Interval time.Duration
+	// Settle is the settle time of a server start (SPEC.md §12.7;
+	// default DefaultSettle; NoSettle trusts every start's first read).
+	// The start memory is the Store's when it is an outbox.StartMemory.
+	Settle time.Duration
 	// Backoff is the wait after a failed publishing pass or commit
 	// (default outbox.DefaultBackoff).
 	Backoff outbox.Backoff
@@ -144,6 +149,8 @@ func New(cfg Config) (*Agent, error) {
 		return nil, invalidField("Discoverer", "a Discoverer is required")
 	case cfg.Interval < 0:
 		return nil, invalidField("Interval", "the interval is negative")
+	case cfg.Settle < 0 && cfg.Settle != NoSettle:
+		return nil, invalidField("Settle", "the settle time is negative")
 	}
 	sender, err := NewSender(cfg)
 	if err != nil {
@@ -173,6 +180,9 @@ type state struct {
 	publish    bool          // entries may be pending and sending may help
 	lastHash   string        // the last committed cycle's document hash, or ""
 	declared   string        // what the gate last reported as declared, or ""
+	settler    *settler
+	scanFails  int             // scans failed in a row
+	paths      map[string]bool // the last committed cycle's paths; nil before the first
 }
 
 // Run runs the loop until ctx is done, then returns nil after the current
@@ -180,8 +190,12 @@ type state struct {
 // returns no error of its own.
 func (a *Agent) Run(ctx context.Context) error {
 	clock := a.cfg.Clock
-	s := &state{nextScan: clock.Now(), publish: true}
+	memory, _ := a.cfg.Store.(outbox.StartMemory)
+	s := &state{nextScan: clock.Now(), publish: true, settler: newSettler(memory, a.cfg.Settle, a.cfg.Interval)}
 	a.log.Info("agent started", "interval", a.cfg.Interval.String())
+	if _, starts := a.cfg.Discoverer.(StartDiscoverer); starts && memory == nil && s.settler.settle >= 0 {
+		a.log.Warn(errNoMemory.Error(), "settle", s.settler.settle.String())
+	}
 	for ctx.Err() == nil {
 		now := clock.Now()
 		switch {
@@ -207,31 +221,68 @@ func (s *state) due() time.Time {
 	return s.nextScan
 }
 
-// scan runs one discovery and keeps its cycle for the commit.
+// scan runs one discovery and, when the settle and hold rules (SPEC.md
+// §12.7) trust it, keeps its cycle for the commit.
 func (a *Agent) scan(ctx context.Context, s *state) {
 	started := a.cfg.Clock.Now()
 	s.nextScan = started.Add(a.cfg.Interval)
-	records, err := a.cfg.Discoverer.Discover(ctx)
+	records, start, err := discover(ctx, a.cfg.Discoverer)
 	if ctx.Err() != nil {
 		a.log.Info("scan cut by the stop: nothing committed")
 		return
 	}
+	if err == nil {
+		var v verdict
+		v, err = s.settler.judge(ctx, newReading(records, start, started))
+		if errors.Is(err, errNoMemory) {
+			a.log.Warn(err.Error(), "settle", s.settler.settle.String())
+			err = nil
+		}
+		if v.warn != "" {
+			a.log.Warn(v.warn, v.attrs...)
+		}
+		if err == nil && !v.trusted {
+			err = v.why
+		}
+	}
 	if err != nil {
-		level, msg := slog.LevelError, "scan failed: nothing committed"
-		if errors.Is(err, sourcecatalog.ErrIncompleteScan) {
-			level, msg = slog.LevelWarn, "scan incomplete: nothing committed"
-		}
-		now := a.cfg.Clock.Now()
-		if wait, ok := retryAfter(err); ok {
-			// Expected after every (re)start of the server or the agent.
-			s.nextScan = now.Add(max(wait, a.cfg.Backoff.Next(0)))
-			level = slog.LevelInfo
-		}
-		a.log.Log(ctx, level, msg, "error", err.Error(), "retry_in", s.nextScan.Sub(now).String())
+		a.scanFailed(ctx, s, err)
 		return
 	}
+	s.scanFails = 0
 	c := outbox.NewCycle(a.cfg.Vessel, started, records)
 	s.cycle, s.commitAt, s.commitWait = &c, a.cfg.Clock.Now(), 0
+}
+
+// scanFailed logs a scan that commits nothing and schedules the next: at
+// the time the error says (a server settling, a scan held), or else
+// after a backoff doubling from ConfirmGap up to the interval. A wait for
+// a server to settle is INFO; other failures are WARN — ERROR for records
+// the library refuses —, with the count of scans failed in a row.
+func (a *Agent) scanFailed(ctx context.Context, s *state, err error) {
+	s.scanFails++
+	now := a.cfg.Clock.Now()
+	cause, wait := scanCause(err)
+	level, msg := slog.LevelWarn, "scan incomplete: nothing committed"
+	switch {
+	case errors.Is(err, sourcecatalog.ErrStoreUnavailable): // the start memory's
+		cause, msg = CauseStoreUnavailable, "scan not judged: the store could not say whether the server start settled; nothing committed"
+	case cause == CauseHeld:
+		msg = "scan held: nothing committed until a later scan confirms it"
+	case cause == CauseScanRefused:
+		level, msg = slog.LevelError, "scan failed: nothing committed"
+	case cause == CauseNotSettled:
+		level = slog.LevelInfo // expected after every (re)start of the server
+	}
+	if wait <= 0 {
+		wait = ConfirmGap
+		for range min(s.scanFails-1, 20) {
+			wait = min(2*wait, a.cfg.Interval)
+		}
+	}
+	s.nextScan = now.Add(min(wait, a.cfg.Interval))
+	a.log.Log(ctx, level, msg, "cause", cause, "error", err.Error(), "failures", s.scanFails,
+		"retry_in", s.nextScan.Sub(now).String())
 }
 
 // commit commits the scanned cycle, or schedules its retry.
@@ -245,7 +296,7 @@ func (a *Agent) commit(ctx context.Context, s *state) {
 	case errors.Is(err, sourcecatalog.ErrStoreUnavailable):
 		s.commitWait = a.cfg.Backoff.Next(s.commitWait)
 		s.commitAt = a.cfg.Clock.Now().Add(s.commitWait)
-		a.log.Warn("commit failed: retrying the same cycle", "snapshot_id", c.SnapshotID.String(),
+		a.log.Warn("commit failed: retrying the same cycle", "cause", CauseStoreUnavailable, "snapshot_id", c.SnapshotID.String(),
 			"error", err.Error(), "retry_in", s.commitWait.String())
 		return
 	case err != nil:
@@ -273,6 +324,39 @@ func (a *Agent) commit(ctx context.Context, s *state) {
 	}
 	s.lastHash = hash
 	a.log.Info("cycle committed", attrs...)
+	a.notePathsLeft(s, c.Records)
+}
+
+// maxLeftLogged bounds the paths that left the selection logged one by
+// one after a commit; the rest are counted in one line.
+const maxLeftLogged = 32
+
+// notePathsLeft logs, once, each path of the previous committed cycle
+// that this one no longer selects: its value went null or stale (the
+// source fell silent), or it left the server's model.
+func (a *Agent) notePathsLeft(s *state, records []*catalog.Record) {
+	paths := make(map[string]bool)
+	for _, r := range records {
+		if r.Kind() == catalog.KindPath {
+			paths[r.PathName()] = true
+		}
+	}
+	prev := s.paths
+	s.paths = paths
+	var left []string
+	for p := range prev {
+		if !paths[p] {
+			left = append(left, p)
+		}
+	}
+	slices.Sort(left)
+	for i, p := range left {
+		if i == maxLeftLogged {
+			a.log.Info("more paths left the selection", "count", len(left)-i)
+			break
+		}
+		a.log.Info("path left the selection: no live value (null or stale), or gone from the model", "path", p)
+	}
 }
 
 // counts returns the log attributes counting records by kind.
@@ -306,28 +390,30 @@ func (a *Agent) drain(ctx context.Context, s *state) {
 		attrs = append(attrs, "stopped_snapshots", stopped)
 	}
 	if rep.Last != nil {
-		attrs = append(attrs, "last_failure", rep.Last.Error())
+		attrs = append(attrs, "last_failure", rep.Last.Error(), "cause", sendCause(rep.Last))
 	}
+	now := a.cfg.Clock.Now()
 	switch {
 	case errors.Is(err, outbox.ErrCapabilityOff):
 		s.publish = false
 		a.log.Warn("nothing sent: the receiver is not declared v2-capable (SPEC.md §7.5); entries stay pending",
-			"reason", err.Error())
+			"cause", CauseReceiverRefused, "reason", err.Error(), "retry_in", "after the next commit")
 	case rep.Outcome == outbox.DrainFailed:
 		s.publish = false
 		msg := "publishing failed: retried after the next commit"
 		if outbox.NeedsOperator(err) {
 			msg = "publishing stopped: an operator must act; retried after the next commit"
 		}
-		a.log.Error(msg, append(attrs, "error", err.Error(), "class", sourcecatalog.WireName(sourcecatalog.Class(err)))...)
+		a.log.Error(msg, append(attrs, "error", err.Error(), "class", sourcecatalog.WireName(sourcecatalog.Class(err)),
+			"cause", sendCause(err), "retry_in", "after the next commit")...)
 	case rep.Outcome == outbox.DrainGaveUp:
 		// The next step is due, or Run is stopping: entries stay pending.
 		if rep.Passes == 0 && rep.Last != nil {
 			a.log.Warn("nothing sent: the receiver's capability declaration could not be read; asked again at the next step",
-				"last_failure", rep.Last.Error())
+				"last_failure", rep.Last.Error(), "cause", sendCause(rep.Last), "retry_in", s.due().Sub(now).String())
 		}
 		if rep.Sent > 0 {
-			a.log.Warn("published in part: entries pending", attrs...)
+			a.log.Warn("published in part: entries pending", append(attrs, "retry_in", s.due().Sub(now).String())...)
 		}
 	default:
 		s.publish = false
