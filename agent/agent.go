@@ -255,7 +255,8 @@ func (a *Agent) scan(ctx context.Context, s *state) {
 }
 
 // scanFailed logs a scan that commits nothing and schedules the next: at
-// the time the error says (a server settling, a scan held), or else
+// the time the error says (a server settling, a scan held: a confirming
+// read comes ConfirmGap or more after, whatever the interval), or else
 // after a backoff doubling from ConfirmGap up to the interval. A wait for
 // a server to settle is INFO; other failures are WARN — ERROR for records
 // the library refuses —, with the count of scans failed in a row.
@@ -275,12 +276,12 @@ func (a *Agent) scanFailed(ctx context.Context, s *state, err error) {
 		level = slog.LevelInfo // expected after every (re)start of the server
 	}
 	if wait <= 0 {
-		wait = ConfirmGap
+		wait = min(ConfirmGap, a.cfg.Interval)
 		for range min(s.scanFails-1, 20) {
 			wait = min(2*wait, a.cfg.Interval)
 		}
 	}
-	s.nextScan = now.Add(min(wait, a.cfg.Interval))
+	s.nextScan = now.Add(wait)
 	a.log.Log(ctx, level, msg, "cause", cause, "error", err.Error(), "failures", s.scanFails,
 		"retry_in", s.nextScan.Sub(now).String())
 }

@@ -100,42 +100,44 @@ func startRig(t *testing.T, answer func(n int) ([]*catalog.Record, string, error
 }
 
 // A server up for weeks, whose start this store has never seen, is read
-// at once: two reads ConfirmGap apart agree and the second is committed,
-// with no wait for the settle time. The start is then remembered as
-// settled, and the next cycle is one read.
+// at once: reads ConfirmGap apart that stand still for QuietSpan settle
+// it, and the last is committed, with no wait for the settle time. The
+// start is then remembered as settled, and the next cycle is one read.
 func TestLongRunningServerReadAtOnce(t *testing.T) {
 	g, d, cfg := startRig(t, func(int) ([]*catalog.Record, string, error) { return examples.Boat(), "up-for-weeks", nil })
 	g.run(cfg, interval+time.Minute)
-	assert.Equal(t, []time.Duration{0, agent.ConfirmGap, agent.ConfirmGap + interval}, d.times(),
-		"confirmed after one gap, not the settle time; then one read a cycle")
+	assert.Equal(t, []time.Duration{0, agent.ConfirmGap, agent.QuietSpan, agent.QuietSpan + interval}, d.times(),
+		"settled after QuietSpan, not the settle time; then one read a cycle")
 	cycles := g.logged("cycle committed")
 	require.Len(t, cycles, 2)
-	assert.Equal(t, float64(start.Add(agent.ConfirmGap).UnixMilli()), cycles[0]["revision"])
+	assert.Equal(t, float64(start.Add(agent.QuietSpan).UnixMilli()), cycles[0]["revision"])
 	wait := g.logged("scan incomplete: nothing committed")
-	require.Len(t, wait, 1)
+	require.Len(t, wait, 2)
 	assert.Equal(t, agent.CauseNotSettled, wait[0]["cause"])
 	assert.Equal(t, "INFO", wait[0]["level"])
 	remembered, err := g.boat.(outbox.StartMemory).RememberStart(context.Background(), outbox.ServerStart{ID: "up-for-weeks", FirstSeen: start.Add(time.Hour)})
 	require.NoError(t, err)
 	assert.Equal(t, start, remembered.FirstSeen)
-	assert.Equal(t, start.Add(agent.ConfirmGap), remembered.Settled, "remembered as settled in the store")
+	assert.Equal(t, start.Add(agent.QuietSpan), remembered.Settled, "remembered as settled in the store")
 }
 
-// A tree that grows is not committed until two reads agree; each read
-// that differs doubles the wait before the next.
+// A tree seen growing is taken for a server that just started: it is
+// not committed before the settle time, even when two reads in a lull
+// agree, and then only a read that did not grow; the waits double from
+// the first change, a read landing on the settle time.
 func TestGrowingTreeNotCommitted(t *testing.T) {
-	sizes := []int{10, 20, 30, 40, 40, 40} // the tree the nth read finds
+	sizes := []int{10, 20, 20, 40, 40} // the tree the nth read finds: a lull at 5-15 s, then 40
 	g, d, cfg := startRig(t, func(n int) ([]*catalog.Record, string, error) {
 		return firstPaths(sizes[min(n, len(sizes)-1)]), "fresh", nil
 	})
-	cfg.Settle = 10 * time.Minute
 	g.run(cfg, interval-time.Minute)
 	gap := agent.ConfirmGap
-	assert.Equal(t, []time.Duration{0, gap, 3 * gap, 7 * gap, 15 * gap}, d.times(), "5 s, then doubling while it grows")
+	assert.Equal(t, []time.Duration{0, gap, 3 * gap, 7 * gap, 15 * gap, agent.DefaultSettle}, d.times(),
+		"5 s, then doubling once it changed, up to the settle time")
 	cycles := g.logged("cycle committed")
 	require.Len(t, cycles, 1)
-	assert.Equal(t, float64(40), cycles[0]["paths"], "the whole tree, never a part")
-	assert.Equal(t, float64(start.Add(15*gap).UnixMilli()), cycles[0]["revision"])
+	assert.Equal(t, float64(40), cycles[0]["paths"], "the whole tree, never a part: not the lull's")
+	assert.Equal(t, float64(start.Add(agent.DefaultSettle).UnixMilli()), cycles[0]["revision"])
 	assert.Empty(t, g.logged("the Signal K tree changed longer after the server start than the settle time: a shorter settle would have trusted a tree still filling"))
 
 	// With a settle time shorter than the tree needs, the tree still
@@ -167,19 +169,19 @@ func TestSettledStartRemembered(t *testing.T) {
 	records, err := agent.DiscoverSettled(context.Background(), d, opts)
 	require.NoError(t, err)
 	assert.Len(t, records, len(examples.Boat()))
-	assert.Equal(t, []time.Duration{0, agent.ConfirmGap}, d.times(), "the first process confirms the new start")
+	assert.Equal(t, []time.Duration{0, agent.ConfirmGap, agent.QuietSpan}, d.times(), "the first process confirms the new start")
 
 	clock.Advance(time.Hour) // the next run from cron: a new settler, the same store
 	records, err = agent.DiscoverSettled(context.Background(), d, opts)
 	require.NoError(t, err)
 	assert.Len(t, records, len(examples.Boat()))
-	assert.Equal(t, []time.Duration{0, agent.ConfirmGap, time.Hour + agent.ConfirmGap}, d.times(), "one read: the start settled before")
+	assert.Equal(t, []time.Duration{0, agent.ConfirmGap, agent.QuietSpan, time.Hour + agent.QuietSpan}, d.times(), "one read: the start settled before")
 
 	// Without the store's memory the next run confirms again.
 	opts.Memory = outboxmem.New()
 	_, err = agent.DiscoverSettled(context.Background(), d, opts)
 	require.NoError(t, err)
-	assert.Len(t, d.times(), 5)
+	assert.Len(t, d.times(), 7)
 }
 
 // plainStore is an outbox.Store that remembers no server starts.

@@ -20,10 +20,16 @@ const (
 	// NoSettle, as a settle time, trusts the first read of every server
 	// start: for tests, and a server known to have run long enough.
 	NoSettle time.Duration = -1
-	// ConfirmGap is the least time between two reads that confirm each
-	// other, and the first wait before a read that confirms; each read
-	// that differs from the one before it doubles the wait.
+	// ConfirmGap is the wait between the reads of a start not settled
+	// while none has differed from the one before it, and the least time
+	// between two reads that confirm a held one; once a read differed,
+	// each wait doubles the one before.
 	ConfirmGap = 5 * time.Second
+	// QuietSpan: a new start whose reads, ConfirmGap apart, have all been
+	// the same for QuietSpan since this process first read it — the tree
+	// not seen changing at all — is settled. A tree seen changing is
+	// taken for a server that just started, and settles by the clock.
+	QuietSpan = 10 * time.Second
 	// ShrinkFifths: a read with fewer than ShrinkFifths fifths of the
 	// paths of the last trusted read (it lost more than a fifth) is held.
 	ShrinkFifths = 4
@@ -88,9 +94,10 @@ type settler struct {
 	cand    *reading      // the read waiting to be confirmed
 	gap     time.Duration // the last wait before a confirming read
 	trusted int           // the paths of the last trusted read; -1 none
-	// changed is when a read of the start changing names last differed
-	// from the one before it.
+	// Of the start changing names: since is when this process first read
+	// it, changed when a read last differed from the one before it.
 	changing string
+	since    time.Time
 	changed  time.Time
 }
 
@@ -159,13 +166,14 @@ func (s *settler) judge(ctx context.Context, r reading) (verdict, error) {
 	agree := same && s.cand.sum == r.sum
 	grew := same && r.paths > s.cand.paths
 	if r.start != s.changing {
-		s.changing, s.changed = r.start, time.Time{}
+		s.changing, s.since, s.changed = r.start, r.at, time.Time{}
 	}
 	if same && !agree {
 		s.changed = r.at
 	}
+	quiet := agree && s.changed.IsZero() && r.at.Sub(s.since) >= QuietSpan
 	byClock := s.settle >= 0 && r.at.Sub(st.FirstSeen) >= s.settle
-	settles := settled || (s.memory != nil && agree) || (byClock && !grew)
+	settles := settled || (s.memory != nil && quiet) || (byClock && !grew)
 	hollow := r.paths == 0 || (s.trusted > 0 && r.paths*5 < s.trusted*ShrinkFifths)
 	if settles && (!hollow || agree) {
 		v := verdict{trusted: true}
@@ -181,16 +189,19 @@ func (s *settler) judge(ctx context.Context, r reading) (verdict, error) {
 		s.cand, s.gap, s.trusted = nil, 0, r.paths
 		return v, noMemory
 	}
-	if same && !agree {
-		s.gap = min(2*s.gap, s.maxGap)
-	} else if !same {
+	if !same || s.changed.IsZero() {
 		s.gap = ConfirmGap
+	} else {
+		s.gap = min(2*s.gap, s.maxGap)
 	}
 	why := &Unconfirmed{Cause: CauseHeld, Wait: s.gap}
 	switch {
 	case !settles:
 		why.Cause = CauseNotSettled
-		why.Detail = fmt.Sprintf("server start %q was first seen %v ago and not yet confirmed by two reads %v apart that agree", r.start, r.at.Sub(st.FirstSeen).Round(time.Second), ConfirmGap)
+		why.Detail = fmt.Sprintf("server start %q was first seen %v ago; its tree has not yet stood still for %v of reads %v apart", r.start, r.at.Sub(st.FirstSeen).Round(time.Second), QuietSpan, ConfirmGap)
+		if !s.changed.IsZero() {
+			why.Detail = fmt.Sprintf("server start %q was first seen %v ago and its tree changed since: trusted from the settle time (%v) once it stops growing", r.start, r.at.Sub(st.FirstSeen).Round(time.Second), s.settle)
+		}
 		if s.memory == nil {
 			why.Detail = fmt.Sprintf("server start %q was first seen %v ago, less than the settle time (%v), or its tree grew", r.start, r.at.Sub(st.FirstSeen).Round(time.Second), s.settle)
 		}
@@ -228,8 +239,9 @@ type SettleOptions struct {
 // DiscoverSettled runs one scan for a one-shot controller (a discover
 // command piped into commit) under the settle and hold rules (SPEC.md
 // §12.7): it reads d until a read is trusted — at once for a start
-// Memory remembers as settled, else once two reads ConfirmGap or more
-// apart agree —, after an error whose RetryAfter() is positive waits
+// Memory remembers as settled, else once reads ConfirmGap apart have
+// stood still for QuietSpan, or from the settle time a read that did not
+// grow —, after an error whose RetryAfter() is positive waits
 // that long and reads again, Tries reads in all. It returns the trusted
 // records, or the last error as it is (an *Unconfirmed when the rules
 // never trusted a read); the error of a scan that says nothing of

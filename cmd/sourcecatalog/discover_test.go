@@ -137,9 +137,10 @@ func TestDiscoverSettlesOrFails(t *testing.T) {
 }
 
 // With --store, discover remembers the server starts in the on-board
-// outbox: the first run confirms a new start with two reads
-// agent.ConfirmGap apart, well within the settle time; a later run, as
-// from cron, trusts the start it saw settle with one read.
+// outbox: the first run settles a new start with reads agent.ConfirmGap
+// apart that stand still for agent.QuietSpan, well within the settle
+// time; a later run, as from cron, trusts the start it saw settle with
+// one read.
 func TestDiscoverRemembersSettledStarts(t *testing.T) {
 	t.Parallel()
 	sk := startSignalK(t)
@@ -148,13 +149,13 @@ func TestDiscoverRemembersSettledStarts(t *testing.T) {
 	require.Equal(t, exitOK, r.code, r.stderr)
 	assert.Equal(t, string(catalog.EncodeList(skRecords(t))), r.stdout)
 	assert.Contains(t, r.stderr, "Signal K not settled")
-	assert.Equal(t, int64(2), sk.models.Load(), "two reads that agree")
+	assert.Equal(t, int64(3), sk.models.Load(), "three reads that agree")
 
 	r = cli(t, "", "discover", "--signalk", sk.URL, "--store", store)
 	require.Equal(t, exitOK, r.code, r.stderr)
 	assert.Equal(t, string(catalog.EncodeList(skRecords(t))), r.stdout)
 	assert.Empty(t, r.stderr)
-	assert.Equal(t, int64(3), sk.models.Load(), "one read: the start settled before")
+	assert.Equal(t, int64(4), sk.models.Load(), "one read: the start settled before")
 }
 
 func TestDiscoverRefuses(t *testing.T) {
