@@ -10,11 +10,20 @@
 // The loop runs one step at a time on one goroutine:
 //
 //   - Discover, at start and then every Config.Interval from the previous
-//     scan's start. A scan that fails — sourcecatalog.ErrIncompleteScan
-//     or any other error — commits nothing; it is tried again after the
-//     error's RetryAfter() when it has one (a Signal K server that has not
-//     settled since it started says when a scan may succeed), at the next
-//     interval otherwise.
+//     scan's start, under the settle and hold rules (SPEC.md §12.7): the
+//     picture of a server start the Store (an outbox.StartMemory)
+//     remembers as settled is trusted at once; a new start's once its
+//     reads, ConfirmGap apart, stood still for QuietSpan, or — its tree
+//     seen changing — from Config.Settle after it was first seen, by a
+//     read that did not grow. A scan with no paths, or with fewer than
+//     four fifths of the paths of the last trusted one, is held until a
+//     later read finds the same. A scan not trusted, or that fails —
+//     sourcecatalog.ErrIncompleteScan or any other error — commits
+//     nothing; it is tried again after the error's positive RetryAfter()
+//     when it has one, after ConfirmGap for a restart during the scan,
+//     and otherwise after a backoff doubling from ConfirmGap up to the
+//     interval. Each failure is logged with its cause (the Cause
+//     constants), its next attempt and the failures in a row.
 //   - Commit the scan as a new outbox.Cycle. A commit the store could not
 //     serve (sourcecatalog.ErrStoreUnavailable) is tried again with the
 //     same cycle — the same snapshot id — after a backoff, until it lands;

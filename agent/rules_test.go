@@ -171,11 +171,11 @@ func TestSettledStartRemembered(t *testing.T) {
 	assert.Len(t, records, len(examples.Boat()))
 	assert.Equal(t, []time.Duration{0, agent.ConfirmGap, agent.QuietSpan}, d.times(), "the first process confirms the new start")
 
-	clock.Advance(time.Hour) // the next run from cron: a new settler, the same store
+	clock.Advance(time.Minute) // the next run from cron, within the settle time: a new settler, the same store
 	records, err = agent.DiscoverSettled(context.Background(), d, opts)
 	require.NoError(t, err)
 	assert.Len(t, records, len(examples.Boat()))
-	assert.Equal(t, []time.Duration{0, agent.ConfirmGap, agent.QuietSpan, time.Hour + agent.QuietSpan}, d.times(), "one read: the start settled before")
+	assert.Equal(t, []time.Duration{0, agent.ConfirmGap, agent.QuietSpan, time.Minute + agent.QuietSpan}, d.times(), "one read: the start settled before")
 
 	// Without the store's memory the next run confirms again.
 	opts.Memory = outboxmem.New()
@@ -243,6 +243,18 @@ func TestEmptyScanHeld(t *testing.T) {
 			assert.Equal(t, agent.ConfirmGap.String(), held[0]["retry_in"])
 		})
 	}
+	t.Run("interval shorter than the gap", func(t *testing.T) {
+		g, d, cfg := startRig(t, func(n int) ([]*catalog.Record, string, error) {
+			if n == 0 {
+				return examples.Boat(), "s1", nil
+			}
+			return nil, "s1", nil
+		})
+		cfg.Settle, cfg.Interval = agent.NoSettle, 2*time.Second
+		g.run(cfg, 8*time.Second)
+		assert.Equal(t, []time.Duration{0, 2 * time.Second, 2*time.Second + agent.ConfirmGap}, d.times(),
+			"the confirming read comes ConfirmGap after the held one, not the interval")
+	})
 	t.Run("first scan", func(t *testing.T) {
 		g, d, cfg := startRig(t, func(n int) ([]*catalog.Record, string, error) {
 			if n == 0 {
@@ -411,4 +423,24 @@ func TestUnconfirmedIsAnIncompleteScan(t *testing.T) {
 	err := error(&agent.Unconfirmed{Cause: agent.CauseHeld, Detail: "no paths", Wait: agent.ConfirmGap})
 	require.ErrorIs(t, err, sourcecatalog.ErrIncompleteScan)
 	assert.Equal(t, "agent: scan held: no paths", err.Error())
+}
+
+// failingMemory is an outbox.Store whose start memory cannot serve.
+type failingMemory struct{ outbox.Store }
+
+func (failingMemory) RememberStart(context.Context, outbox.ServerStart) (outbox.ServerStart, error) {
+	return outbox.ServerStart{}, sourcecatalog.Errorf(sourcecatalog.ErrStoreUnavailable, "locked (test)")
+}
+
+// A start memory that cannot serve fails closed: nothing is committed,
+// the log names the store, and the scan is tried again after the backoff.
+func TestStartMemoryUnavailable(t *testing.T) {
+	g, d, cfg := startRig(t, func(int) ([]*catalog.Record, string, error) { return examples.Boat(), "s1", nil })
+	cfg.Store = failingMemory{g.boat}
+	g.run(cfg, 20*time.Second)
+	assert.Empty(t, g.logged("cycle committed"))
+	f := g.logged("scan not judged: the store could not say whether the server start settled; nothing committed")
+	require.NotEmpty(t, f)
+	assert.Equal(t, []any{agent.CauseStoreUnavailable, "WARN", "5s"}, []any{f[0]["cause"], f[0]["level"], f[0]["retry_in"]})
+	assert.Equal(t, []time.Duration{0, agent.ConfirmGap, 3 * agent.ConfirmGap}, d.times())
 }
