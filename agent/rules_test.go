@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,39 +21,26 @@ import (
 
 // The settle, hold, backoff and log rules (SPEC.md §12.7).
 
-// A startScript is a fake StartDiscoverer: answer gives each call's
-// records, server start and error.
+// A startScript is a fake StartDiscoverer: a script whose answer also
+// names each call's server start.
 type startScript struct {
-	clock  *fakeclock.Clock
-	answer func(n int) ([]*catalog.Record, string, error)
-	mu     sync.Mutex
-	calls  []time.Time
+	*script
+	last string // the start of the last call; the agent calls from one goroutine
 }
 
-func (s *startScript) Discover(ctx context.Context) ([]*catalog.Record, error) {
-	r, _, err := s.DiscoverStart(ctx)
-	return r, err
+func newStartScript(clock *fakeclock.Clock, answer func(n int) ([]*catalog.Record, string, error)) *startScript {
+	s := &startScript{}
+	s.script = &script{clock: clock, answer: func(n int) ([]*catalog.Record, error) {
+		records, start, err := answer(n)
+		s.last = start
+		return records, err
+	}}
+	return s
 }
 
-func (s *startScript) DiscoverStart(context.Context) ([]*catalog.Record, string, error) {
-	s.mu.Lock()
-	n := len(s.calls)
-	s.calls = append(s.calls, s.clock.Now())
-	s.mu.Unlock()
-	if n > 1000 {
-		panic("scans without end")
-	}
-	return s.answer(n)
-}
-
-func (s *startScript) times() []time.Duration {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []time.Duration
-	for _, c := range s.calls {
-		out = append(out, c.Sub(start))
-	}
-	return out
+func (s *startScript) DiscoverStart(ctx context.Context) ([]*catalog.Record, string, error) {
+	records, err := s.Discover(ctx)
+	return records, s.last, err
 }
 
 // firstPaths is the example boat cut to its first k paths, with their
@@ -93,7 +79,7 @@ var boatPaths = func() int { p, _, _ := kinds(examples.Boat()); return int(p) }(
 // startRig is a rig whose discoverer names server starts.
 func startRig(t *testing.T, answer func(n int) ([]*catalog.Record, string, error)) (*rig, *startScript, agent.Config) {
 	g := newRig(t, boat)
-	d := &startScript{clock: g.clock, answer: answer}
+	d := newStartScript(g.clock, answer)
 	cfg := g.config()
 	cfg.Discoverer = d
 	return g, d, cfg
@@ -164,7 +150,7 @@ func TestGrowingTreeNotCommitted(t *testing.T) {
 func TestSettledStartRemembered(t *testing.T) {
 	clock := fakeclock.New(start)
 	memory := outboxmem.New()
-	d := &startScript{clock: clock, answer: func(int) ([]*catalog.Record, string, error) { return examples.Boat(), "s1", nil }}
+	d := newStartScript(clock, func(int) ([]*catalog.Record, string, error) { return examples.Boat(), "s1", nil })
 	opts := agent.SettleOptions{Memory: memory, Clock: clock, Tries: 8}
 	records, err := agent.DiscoverSettled(context.Background(), d, opts)
 	require.NoError(t, err)
@@ -200,7 +186,7 @@ func TestNoStartMemorySettlesByTheClock(t *testing.T) {
 	assert.Equal(t, "WARN", warn[0]["level"])
 
 	clock := fakeclock.New(start)
-	d = &startScript{clock: clock, answer: func(int) ([]*catalog.Record, string, error) { return examples.Boat(), "s1", nil }}
+	d = newStartScript(clock, func(int) ([]*catalog.Record, string, error) { return examples.Boat(), "s1", nil })
 	var warned []string
 	_, err := agent.DiscoverSettled(context.Background(), d, agent.SettleOptions{Clock: clock, Tries: 8,
 		OnWarn: func(msg string) { warned = append(warned, msg) }})
@@ -334,32 +320,29 @@ func TestScanBackoff(t *testing.T) {
 // the store unavailable, the Signal K server unreachable or not settled,
 // each with the next attempt.
 func TestLogNamesTheCause(t *testing.T) {
-	t.Run("Signal K unreachable", func(t *testing.T) {
-		g, _, cfg := startRig(t, func(n int) ([]*catalog.Record, string, error) {
-			if n == 0 {
-				return nil, "", &signalk.ScanError{Reason: signalk.ReasonRequest, Where: "http://sk/signalk", Detail: "no answer"}
-			}
-			return examples.Boat(), "s1", nil
+	for _, tc := range []struct {
+		name, cause, level string
+		err                *signalk.ScanError
+	}{
+		{"Signal K unreachable", agent.CauseSignalKUnreachable, "WARN",
+			&signalk.ScanError{Reason: signalk.ReasonRequest, Where: "http://sk/signalk", Detail: "no answer"}},
+		{"Signal K not settled", agent.CauseNotSettled, "INFO",
+			&signalk.ScanError{Reason: signalk.ReasonRestarted, Detail: "the server restarted during the scan"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g, _, cfg := startRig(t, func(n int) ([]*catalog.Record, string, error) {
+				if n == 0 {
+					return nil, "", tc.err
+				}
+				return examples.Boat(), "s1", nil
+			})
+			cfg.Settle = agent.NoSettle
+			g.run(cfg, time.Minute)
+			f := g.logged("scan incomplete: nothing committed")
+			require.Len(t, f, 1)
+			assert.Equal(t, []any{tc.cause, tc.level, "5s"}, []any{f[0]["cause"], f[0]["level"], f[0]["retry_in"]})
 		})
-		cfg.Settle = agent.NoSettle
-		g.run(cfg, time.Minute)
-		f := g.logged("scan incomplete: nothing committed")
-		require.Len(t, f, 1)
-		assert.Equal(t, []any{agent.CauseSignalKUnreachable, "WARN", "5s"}, []any{f[0]["cause"], f[0]["level"], f[0]["retry_in"]})
-	})
-	t.Run("Signal K not settled", func(t *testing.T) {
-		g, _, cfg := startRig(t, func(n int) ([]*catalog.Record, string, error) {
-			if n == 0 {
-				return nil, "", &signalk.ScanError{Reason: signalk.ReasonRestarted, Detail: "the server restarted during the scan"}
-			}
-			return examples.Boat(), "s1", nil
-		})
-		cfg.Settle = agent.NoSettle
-		g.run(cfg, time.Minute)
-		f := g.logged("scan incomplete: nothing committed")
-		require.Len(t, f, 1)
-		assert.Equal(t, []any{agent.CauseNotSettled, "INFO", "5s"}, []any{f[0]["cause"], f[0]["level"], f[0]["retry_in"]})
-	})
+	}
 	t.Run("store unavailable", func(t *testing.T) {
 		g := newRig(t, boat)
 		cfg := g.config()
