@@ -10,11 +10,21 @@
 // The loop runs one step at a time on one goroutine:
 //
 //   - Discover, at start and then every Config.Interval from the previous
-//     scan's start, or at once when Config.Wake delivers. A scan that fails — sourcecatalog.ErrIncompleteScan
-//     or any other error — commits nothing; it is tried again after the
-//     error's RetryAfter() when it has one (a Signal K server that has not
-//     settled since it started says when a scan may succeed), at the next
-//     interval otherwise.
+//     scan's start, or at once when Config.Wake delivers, under the settle
+//     and hold rules (SPEC.md §12.7): the picture of a server start the
+//     Store (an outbox.StartMemory) remembers as settled is trusted at
+//     once; a new start's once its
+//     reads, ConfirmGap apart, stood still for QuietSpan, or — its tree
+//     seen changing — from Config.Settle after it was first seen, by a
+//     read that did not grow. A scan with no paths, or with fewer than
+//     four fifths of the paths of the last trusted one, is held until a
+//     later read finds the same. A scan not trusted, or that fails —
+//     sourcecatalog.ErrIncompleteScan or any other error — commits
+//     nothing; it is tried again after the error's positive RetryAfter()
+//     when it has one, after ConfirmGap for a restart during the scan,
+//     and otherwise after a backoff doubling from ConfirmGap up to the
+//     interval. Each failure is logged with its cause (the Cause
+//     constants), its next attempt and the failures in a row.
 //   - Commit the scan as a new outbox.Cycle. A commit the store could not
 //     serve (sourcecatalog.ErrStoreUnavailable) is tried again with the
 //     same cycle — the same snapshot id — after a backoff, until it lands;
@@ -50,6 +60,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -126,6 +137,10 @@ type Config struct {
 	// the server's delta stream shows a change worth a scan. The interval
 	// stays the heartbeat. A closed Wake is no trigger.
 	Wake <-chan struct{}
+	// Settle is the settle time of a server start (SPEC.md §12.7;
+	// default DefaultSettle; NoSettle trusts every start's first read).
+	// The start memory is the Store's when it is an outbox.StartMemory.
+	Settle time.Duration
 	// Backoff is the wait after a failed publishing pass or commit
 	// (default outbox.DefaultBackoff).
 	Backoff outbox.Backoff
@@ -151,6 +166,8 @@ func New(cfg Config) (*Agent, error) {
 		return nil, invalidField("Discoverer", "a Discoverer is required")
 	case cfg.Interval < 0:
 		return nil, invalidField("Interval", "the interval is negative")
+	case cfg.Settle < 0 && cfg.Settle != NoSettle:
+		return nil, invalidField("Settle", "the settle time is negative")
 	}
 	sender, err := NewSender(cfg)
 	if err != nil {
@@ -180,6 +197,9 @@ type state struct {
 	publish    bool          // entries may be pending and sending may help
 	lastHash   string        // the last committed cycle's document hash, or ""
 	declared   string        // what the gate last reported as declared, or ""
+	settler    *settler
+	scanFails  int             // scans failed in a row
+	paths      map[string]bool // the last committed cycle's paths; nil before the first
 }
 
 // Run runs the loop until ctx is done, then returns nil after the current
@@ -187,8 +207,12 @@ type state struct {
 // returns no error of its own.
 func (a *Agent) Run(ctx context.Context) error {
 	clock := a.cfg.Clock
-	s := &state{nextScan: clock.Now(), publish: true}
+	memory, _ := a.cfg.Store.(outbox.StartMemory)
+	s := &state{nextScan: clock.Now(), publish: true, settler: newSettler(memory, a.cfg.Settle, a.cfg.Interval)}
 	a.log.Info("agent started", "interval", a.cfg.Interval.String())
+	if _, starts := a.cfg.Discoverer.(StartDiscoverer); starts && memory == nil && s.settler.settle >= 0 {
+		a.log.Warn(errNoMemory.Error(), "settle", s.settler.settle.String())
+	}
 	for ctx.Err() == nil {
 		now := clock.Now()
 		switch {
@@ -260,31 +284,69 @@ func (s *state) due() time.Time {
 	return s.nextScan
 }
 
-// scan runs one discovery and keeps its cycle for the commit.
+// scan runs one discovery and, when the settle and hold rules (SPEC.md
+// §12.7) trust it, keeps its cycle for the commit.
 func (a *Agent) scan(ctx context.Context, s *state) {
 	started := a.cfg.Clock.Now()
 	s.nextScan = started.Add(a.cfg.Interval)
-	records, err := a.cfg.Discoverer.Discover(ctx)
+	records, start, err := discover(ctx, a.cfg.Discoverer)
 	if ctx.Err() != nil {
 		a.log.Info("scan cut by the stop: nothing committed")
 		return
 	}
+	if err == nil {
+		var v verdict
+		v, err = s.settler.judge(ctx, newReading(records, start, started))
+		if errors.Is(err, errNoMemory) {
+			a.log.Warn(err.Error(), "settle", s.settler.settle.String())
+			err = nil
+		}
+		if v.warn != "" {
+			a.log.Warn(v.warn, v.attrs...)
+		}
+		if err == nil && !v.trusted {
+			err = v.why
+		}
+	}
 	if err != nil {
-		level, msg := slog.LevelError, "scan failed: nothing committed"
-		if errors.Is(err, sourcecatalog.ErrIncompleteScan) {
-			level, msg = slog.LevelWarn, "scan incomplete: nothing committed"
-		}
-		now := a.cfg.Clock.Now()
-		if wait, ok := retryAfter(err); ok {
-			// Expected after every (re)start of the server or the agent.
-			s.nextScan = now.Add(max(wait, a.cfg.Backoff.Next(0)))
-			level = slog.LevelInfo
-		}
-		a.log.Log(ctx, level, msg, "error", err.Error(), "retry_in", s.nextScan.Sub(now).String())
+		a.scanFailed(ctx, s, err)
 		return
 	}
+	s.scanFails = 0
 	c := outbox.NewCycle(a.cfg.Vessel, started, records)
 	s.cycle, s.commitAt, s.commitWait = &c, a.cfg.Clock.Now(), 0
+}
+
+// scanFailed logs a scan that commits nothing and schedules the next: at
+// the time the error says (a server settling, a scan held: a confirming
+// read comes ConfirmGap or more after, whatever the interval), or else
+// after a backoff doubling from ConfirmGap up to the interval. A wait for
+// a server to settle is INFO; other failures are WARN — ERROR for records
+// the library refuses —, with the count of scans failed in a row.
+func (a *Agent) scanFailed(ctx context.Context, s *state, err error) {
+	s.scanFails++
+	now := a.cfg.Clock.Now()
+	cause, wait := scanCause(err)
+	level, msg := slog.LevelWarn, "scan incomplete: nothing committed"
+	switch {
+	case errors.Is(err, sourcecatalog.ErrStoreUnavailable): // the start memory's
+		cause, msg = CauseStoreUnavailable, "scan not judged: the store could not say whether the server start settled; nothing committed"
+	case cause == CauseHeld:
+		msg = "scan held: nothing committed until a later scan confirms it"
+	case cause == CauseScanRefused:
+		level, msg = slog.LevelError, "scan failed: nothing committed"
+	case cause == CauseNotSettled:
+		level = slog.LevelInfo // expected after every (re)start of the server
+	}
+	if wait <= 0 {
+		wait = min(ConfirmGap, a.cfg.Interval)
+		for range min(s.scanFails-1, 20) {
+			wait = min(2*wait, a.cfg.Interval)
+		}
+	}
+	s.nextScan = now.Add(wait)
+	a.log.Log(ctx, level, msg, "cause", cause, "error", err.Error(), "failures", s.scanFails,
+		"retry_in", s.nextScan.Sub(now).String())
 }
 
 // commit commits the scanned cycle, or schedules its retry.
@@ -298,7 +360,7 @@ func (a *Agent) commit(ctx context.Context, s *state) {
 	case errors.Is(err, sourcecatalog.ErrStoreUnavailable):
 		s.commitWait = a.cfg.Backoff.Next(s.commitWait)
 		s.commitAt = a.cfg.Clock.Now().Add(s.commitWait)
-		a.log.Warn("commit failed: retrying the same cycle", "snapshot_id", c.SnapshotID.String(),
+		a.log.Warn("commit failed: retrying the same cycle", "cause", CauseStoreUnavailable, "snapshot_id", c.SnapshotID.String(),
 			"error", err.Error(), "retry_in", s.commitWait.String())
 		return
 	case err != nil:
@@ -326,6 +388,39 @@ func (a *Agent) commit(ctx context.Context, s *state) {
 	}
 	s.lastHash = hash
 	a.log.Info("cycle committed", attrs...)
+	a.notePathsLeft(s, c.Records)
+}
+
+// maxLeftLogged bounds the paths that left the selection logged one by
+// one after a commit; the rest are counted in one line.
+const maxLeftLogged = 32
+
+// notePathsLeft logs, once, each path of the previous committed cycle
+// that this one no longer selects: its value went null or stale (the
+// source fell silent), or it left the server's model.
+func (a *Agent) notePathsLeft(s *state, records []*catalog.Record) {
+	paths := make(map[string]bool)
+	for _, r := range records {
+		if r.Kind() == catalog.KindPath {
+			paths[r.PathName()] = true
+		}
+	}
+	prev := s.paths
+	s.paths = paths
+	var left []string
+	for p := range prev {
+		if !paths[p] {
+			left = append(left, p)
+		}
+	}
+	slices.Sort(left)
+	for i, p := range left {
+		if i == maxLeftLogged {
+			a.log.Info("more paths left the selection", "count", len(left)-i)
+			break
+		}
+		a.log.Info("path left the selection: no live value (null or stale), or gone from the model", "path", p)
+	}
 }
 
 // counts returns the log attributes counting records by kind.
@@ -359,28 +454,30 @@ func (a *Agent) drain(ctx context.Context, s *state) {
 		attrs = append(attrs, "stopped_snapshots", stopped)
 	}
 	if rep.Last != nil {
-		attrs = append(attrs, "last_failure", rep.Last.Error())
+		attrs = append(attrs, "last_failure", rep.Last.Error(), "cause", sendCause(rep.Last))
 	}
+	now := a.cfg.Clock.Now()
 	switch {
 	case errors.Is(err, outbox.ErrCapabilityOff):
 		s.publish = false
 		a.log.Warn("nothing sent: the receiver is not declared v2-capable (SPEC.md §7.5); entries stay pending",
-			"reason", err.Error())
+			"cause", CauseReceiverRefused, "reason", err.Error(), "retry_in", "after the next commit")
 	case rep.Outcome == outbox.DrainFailed:
 		s.publish = false
 		msg := "publishing failed: retried after the next commit"
 		if outbox.NeedsOperator(err) {
 			msg = "publishing stopped: an operator must act; retried after the next commit"
 		}
-		a.log.Error(msg, append(attrs, "error", err.Error(), "class", sourcecatalog.WireName(sourcecatalog.Class(err)))...)
+		a.log.Error(msg, append(attrs, "error", err.Error(), "class", sourcecatalog.WireName(sourcecatalog.Class(err)),
+			"cause", sendCause(err), "retry_in", "after the next commit")...)
 	case rep.Outcome == outbox.DrainGaveUp:
 		// The next step is due, or Run is stopping: entries stay pending.
 		if rep.Passes == 0 && rep.Last != nil {
 			a.log.Warn("nothing sent: the receiver's capability declaration could not be read; asked again at the next step",
-				"last_failure", rep.Last.Error())
+				"last_failure", rep.Last.Error(), "cause", sendCause(rep.Last), "retry_in", s.due().Sub(now).String())
 		}
 		if rep.Sent > 0 {
-			a.log.Warn("published in part: entries pending", attrs...)
+			a.log.Warn("published in part: entries pending", append(attrs, "retry_in", s.due().Sub(now).String())...)
 		}
 	default:
 		s.publish = false

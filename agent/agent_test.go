@@ -245,9 +245,10 @@ func TestSettleThenCycle(t *testing.T) {
 		name  string
 		after time.Duration
 		want  time.Duration // when the second scan comes
+		level string
 	}{
-		{"retry after 40s", 40 * time.Second, 40 * time.Second},
-		{"retry after 0 waits the backoff's minimum", 0, time.Second},
+		{"retry after 40s", 40 * time.Second, 40 * time.Second, "INFO"},
+		{"retry after 0 is no retry time: the backoff", 0, agent.ConfirmGap, "WARN"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := newRig(t, func(n int) ([]*catalog.Record, error) {
@@ -262,7 +263,7 @@ func TestSettleThenCycle(t *testing.T) {
 			inc := g.logged("scan incomplete: nothing committed")
 			require.Len(t, inc, 1)
 			assert.Equal(t, tc.want.String(), inc[0]["retry_in"])
-			assert.Equal(t, "INFO", inc[0]["level"], "a wait for the server to settle is expected")
+			assert.Equal(t, tc.level, inc[0]["level"], "a wait for the server to settle is expected, INFO; an error without a retry time is not")
 			assert.Contains(t, inc[0]["error"], "not settled")
 
 			cycles := g.logged("cycle committed")
@@ -287,8 +288,8 @@ func TestSettleThenCycle(t *testing.T) {
 	}
 }
 
-// A scan that fails commits nothing and is tried again at the next
-// interval.
+// A scan that fails commits nothing and is tried again after the
+// backoff's first wait.
 func TestFailedScanCommitsNothing(t *testing.T) {
 	for _, tc := range []struct {
 		name, msg, level string
@@ -303,18 +304,20 @@ func TestFailedScanCommitsNothing(t *testing.T) {
 				if n == 0 {
 					return nil, tc.err
 				}
-				assert.Empty(t, g.pending(), "nothing was committed after the failed scan")
-				assert.Empty(t, g.logged("cycle committed"))
+				if n == 1 {
+					assert.Empty(t, g.pending(), "nothing was committed after the failed scan")
+					assert.Empty(t, g.logged("cycle committed"))
+				}
 				return examples.Boat(), nil
 			})
 			g.run(g.config(), interval+time.Minute)
-			assert.Equal(t, minutes(0, 15), g.disc.times(), "tried again at the next interval")
+			assert.Equal(t, []time.Duration{0, agent.ConfirmGap, agent.ConfirmGap + interval}, g.disc.times(), "tried again after the backoff")
 			failed := g.logged(tc.msg)
 			require.Len(t, failed, 1)
 			assert.Equal(t, tc.level, failed[0]["level"])
-			assert.Equal(t, interval.String(), failed[0]["retry_in"])
-			require.Len(t, g.logged("cycle committed"), 1)
-			assert.Equal(t, start.Add(interval).UnixMilli(), g.active().Revision)
+			assert.Equal(t, agent.ConfirmGap.String(), failed[0]["retry_in"])
+			require.Len(t, g.logged("cycle committed"), 2)
+			assert.Equal(t, start.Add(agent.ConfirmGap+interval).UnixMilli(), g.active().Revision)
 		})
 	}
 }

@@ -40,10 +40,11 @@ func TestDiscoverSettled(t *testing.T) {
 				return examples.Boat(), nil
 			}}
 			var waits []time.Duration
-			records, err := agent.DiscoverSettled(context.Background(), d, clock, tc.tries, func(w time.Duration, err error) {
-				assert.Error(t, err)
-				waits = append(waits, w)
-			})
+			records, err := agent.DiscoverSettled(context.Background(), d, agent.SettleOptions{Clock: clock, Tries: tc.tries,
+				OnWait: func(w time.Duration, err error) {
+					assert.Error(t, err)
+					waits = append(waits, w)
+				}})
 			assert.Equal(t, tc.calls, d.times())
 			assert.Equal(t, clock.Sleeps(), waits, "each wait told before it is slept")
 			if tc.err != nil {
@@ -61,7 +62,7 @@ func TestDiscoverSettled(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		clock.At(start.Add(time.Second), cancel)
 		d := &script{clock: clock, answer: func(int) ([]*catalog.Record, error) { return nil, notSettled{time.Minute} }}
-		_, err := agent.DiscoverSettled(ctx, d, clock, 3, nil)
+		_, err := agent.DiscoverSettled(ctx, d, agent.SettleOptions{Clock: clock, Tries: 3})
 		require.ErrorIs(t, err, sourcecatalog.ErrIncompleteScan)
 		assert.Equal(t, []time.Duration{0}, d.times())
 	})

@@ -296,6 +296,7 @@ func (c *Client) hello(ctx context.Context, stream string) (hello, error) {
 	if h.ServerStartID == "" {
 		return hello{}, scanErr(ReasonModel, stream, "the hello carries no serverStartId, so restarts cannot be seen", nil)
 	}
+	noteStart(ctx, h.ServerStartID)
 	return h, nil
 }
 

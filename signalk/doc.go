@@ -45,7 +45,7 @@
 // Client.Watch follows the server's delta stream and wakes its caller when
 // a scan is worth doing before the next one due — a path or source the
 // stream had not delivered, a value written null, a source silent for the
-// age bound — debounced (SPEC.md §12.7). It is a trigger only: Discover's
+// age bound — debounced (SPEC.md §12.8). It is a trigger only: Discover's
 // full model stays the picture to commit.
 //
 // # Security considerations

@@ -54,7 +54,7 @@ const (
 	wakeSilent  = "source silent"
 )
 
-// Watch follows the server's delta stream (SPEC.md §12.7) until ctx is
+// Watch follows the server's delta stream (SPEC.md §12.8) until ctx is
 // done, and returns a channel that receives when a scan is worth doing
 // before the next one due: a (path, source) pair the stream has not
 // delivered before, a value of a known pair written null (a server's data

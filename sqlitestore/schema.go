@@ -16,8 +16,9 @@ const applicationID = 0x59534331
 
 // schemaVersion is the version of the schema this build writes, kept in
 // user_version; migrations[v-1] brings version v-1 to v. A new file runs
-// every migration in turn.
-const schemaVersion = 5
+// every migration in turn. Version 6 is schema_v6.sql, the server starts
+// of the on-board side (SPEC.md §12.7).
+const schemaVersion = 6
 
 //go:embed schema_v1.sql
 var schemaV1 string
@@ -34,7 +35,10 @@ var schemaV4 string
 //go:embed schema_v5.sql
 var schemaV5 string
 
-var migrations = [schemaVersion]string{schemaV1, schemaV2, schemaV3, schemaV4, schemaV5}
+//go:embed schema_v6.sql
+var schemaV6 string
+
+var migrations = [schemaVersion]string{schemaV1, schemaV2, schemaV3, schemaV4, schemaV5, schemaV6}
 
 // backfills[v-1], when not nil, runs after the statements of migration v,
 // in its transaction.

@@ -16,6 +16,7 @@ import (
 	"github.com/yachtmemory/sourcecatalog/finalize/memstore"
 	"github.com/yachtmemory/sourcecatalog/outbox"
 	outboxmem "github.com/yachtmemory/sourcecatalog/outbox/memstore"
+	"github.com/yachtmemory/sourcecatalog/outbox/outboxtest"
 	"github.com/yachtmemory/sourcecatalog/storeheal"
 )
 
@@ -116,4 +117,31 @@ func TestOpenOutbox(t *testing.T) {
 	require.NoError(t, h.Close())
 	_, err = storeheal.OpenOutbox(context.Background(), storeheal.OutboxSource{Name: "no opener"})
 	require.ErrorIs(t, err, sourcecatalog.ErrInvalidValue)
+}
+
+// The healing outbox remembers server starts through the store it holds,
+// and says so when that store does not.
+func TestOutboxStartMemory(t *testing.T) {
+	var closed atomic.Int32
+	open := func(s outbox.Store) *storeheal.Handle[outbox.Store] {
+		h, err := storeheal.OpenOutbox(context.Background(), storeheal.OutboxSource{Name: "outbox",
+			Open: func(context.Context) (outbox.Store, io.Closer, error) { return s, closeCounter{&closed}, nil }})
+		require.NoError(t, err)
+		t.Cleanup(func() { h.Close() })
+		return h
+	}
+	self := func(s outbox.Store) outbox.Store { return s }
+	outboxtest.RunStartMemory(t, func(t *testing.T) outbox.StartMemory {
+		return storeheal.Outbox(open(outboxmem.New()), self).(outbox.StartMemory)
+	})
+	m := storeheal.Outbox(open(plainOutbox{outboxmem.New()}), self).(outbox.StartMemory)
+	_, err := m.RememberStart(context.Background(), outbox.ServerStart{ID: "a", FirstSeen: time.Now()})
+	require.ErrorIs(t, err, sourcecatalog.ErrUnsupported)
+}
+
+// plainOutbox is an outbox.Store and nothing more.
+type plainOutbox struct{ s outbox.Store }
+
+func (p plainOutbox) WithVessel(ctx context.Context, id uuid.UUID, fn func(outbox.Tx) error) error {
+	return p.s.WithVessel(ctx, id, fn)
 }

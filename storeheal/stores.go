@@ -45,7 +45,9 @@ func (r receiver[S]) Vessels(ctx context.Context, staging bool) (ids []uuid.UUID
 // Outbox returns the outbox.Store of h: each call runs, through h.Do, on
 // the store that get returns from the open handle. Its WithVessel
 // returns fn's error unchanged, and ErrReopening or ErrClosed without
-// running fn when h cannot serve.
+// running fn when h cannot serve. It is an outbox.StartMemory too:
+// RememberStart runs through the open handle's store, and refuses with an
+// error wrapping sourcecatalog.ErrUnsupported when that store is not one.
 func Outbox[S any](h *Handle[S], get func(S) outbox.Store) outbox.Store {
 	return outboxStore[S]{h, get}
 }
@@ -57,4 +59,18 @@ type outboxStore[S any] struct {
 
 func (o outboxStore[S]) WithVessel(ctx context.Context, vesselID uuid.UUID, fn func(outbox.Tx) error) error {
 	return o.h.Do(func(s S) error { return o.get(s).WithVessel(ctx, vesselID, fn) })
+}
+
+var _ outbox.StartMemory = outboxStore[int]{}
+
+func (o outboxStore[S]) RememberStart(ctx context.Context, st outbox.ServerStart) (got outbox.ServerStart, err error) {
+	err = o.h.Do(func(s S) error {
+		m, ok := o.get(s).(outbox.StartMemory)
+		if !ok {
+			return sourcecatalog.Errorf(sourcecatalog.ErrUnsupported, "storeheal: the store remembers no server starts")
+		}
+		got, err = m.RememberStart(ctx, st)
+		return err
+	})
+	return got, err
 }

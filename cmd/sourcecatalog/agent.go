@@ -59,7 +59,7 @@ func runAgent(e *env, c *command, args []string) int {
 		return c.failf(e, "opening the store: %v", err)
 	}
 	cfg := pf.config(storeheal.Outbox(h, func(s outbox.Store) outbox.Store { return s }))
-	cfg.Discoverer, cfg.Interval, cfg.Logger = discoverer, interval.d, logger
+	cfg.Discoverer, cfg.Interval, cfg.Logger, cfg.Settle = discoverer, interval.d, logger, sf.settleTime()
 	cfg.Wake = discoverer.Watch(ctx, signalk.WatchOptions{OnError: func(err error) {
 		logger.Debug("delta stream", "error", err.Error())
 	}})

@@ -16,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/yachtmemory/sourcecatalog/agent"
 	"github.com/yachtmemory/sourcecatalog/catalog"
 	"github.com/yachtmemory/sourcecatalog/examples"
 	"github.com/yachtmemory/sourcecatalog/finalize"
@@ -115,10 +116,7 @@ func TestAgentCommandEndToEnd(t *testing.T) {
 		}
 		return out
 	}
-	settling := func(r map[string]any) bool {
-		e, _ := r["error"].(string)
-		return strings.Contains(e, "settle time") || strings.Contains(e, "restarted")
-	}
+	settling := func(r map[string]any) bool { return r["cause"] == agent.CauseNotSettled }
 
 	// Two cycles, each delivered.
 	waitFor("two cycles delivered", func() bool {

@@ -18,12 +18,13 @@ import (
 
 	"github.com/yachtmemory/sourcecatalog/agent"
 	"github.com/yachtmemory/sourcecatalog/catalog"
+	"github.com/yachtmemory/sourcecatalog/outbox"
 	"github.com/yachtmemory/sourcecatalog/signalk"
 )
 
 var discoverCommand = &command{
 	name:     "discover",
-	synopsis: "--signalk URL [--signalk-token-file FILE] [--signalk-ca FILE] [--selection lowest-ref|server] [--settle D] [--max-age D]",
+	synopsis: "--signalk URL [--signalk-token-file FILE] [--signalk-ca FILE] [--selection lowest-ref|server] [--settle D] [--max-age D] [--store sqlite:FILE|mysql:DSN]",
 	summary:  "print one discovery cycle of a Signal K server as records",
 	help:     helpText("discover"),
 	run:      runDiscover,
@@ -39,7 +40,16 @@ type signalkFlags struct {
 }
 
 func newSignalkFlags() signalkFlags {
-	return signalkFlags{settle: settleFlag{d: signalk.DefaultSettle}, maxAge: settleFlag{d: signalk.DefaultMaxAge}}
+	return signalkFlags{settle: settleFlag{d: agent.DefaultSettle}, maxAge: settleFlag{d: signalk.DefaultMaxAge}}
+}
+
+// settleTime is the agent's settle time of --settle: 0 trusts the first
+// read of every start.
+func (f *signalkFlags) settleTime() time.Duration {
+	if f.settle.d == 0 {
+		return agent.NoSettle
+	}
+	return f.settle.d
 }
 
 func (f *signalkFlags) register(fs *flag.FlagSet) {
@@ -63,10 +73,11 @@ func (f *signalkFlags) check() string {
 	return ""
 }
 
-// client returns the Discoverer the flags describe. Its errors name the
-// flag at fault, never a token.
+// client returns the Discoverer the flags describe, which leaves settling
+// to package agent's rules (SPEC.md §12.7). Its errors name the flag at
+// fault, never a token.
 func (f *signalkFlags) client() (*signalk.Client, error) {
-	opts := []signalk.Option{signalk.WithSettle(f.settle.d), signalk.WithSelection(f.selection.s), signalk.WithMaxAge(f.maxAge.d)}
+	opts := []signalk.Option{signalk.WithSettle(0), signalk.WithSelection(f.selection.s), signalk.WithMaxAge(f.maxAge.d)}
 	if f.tokenFile.set {
 		token, err := readToken("--signalk-token-file", f.tokenFile.s)
 		if err != nil {
@@ -90,14 +101,17 @@ func (f *signalkFlags) client() (*signalk.Client, error) {
 	return c, nil
 }
 
-// discoverTries bounds discover's scans: the settle wait, then one wait
-// more for a restart.
-const discoverTries = 3
+// discoverTries bounds discover's scans: enough for a tree that grows
+// until the settle time, the waits doubling from agent.ConfirmGap, and a
+// restart on the way.
+const discoverTries = 10
 
 func runDiscover(e *env, c *command, args []string) int {
 	f := newSignalkFlags()
+	var store storeFlag
 	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
 	f.register(fs)
+	fs.Var(&store, "store", "")
 	operands, status, ok := c.parse(e, fs, args)
 	if !ok {
 		return status
@@ -108,18 +122,37 @@ func runDiscover(e *env, c *command, args []string) int {
 	if msg := f.check(); msg != "" {
 		return c.usageError(e, "%s", msg)
 	}
+	if store.kind == "memory" {
+		return c.usageError(e, "--store memory remembers nothing across runs: use sqlite:FILE or mysql:DSN")
+	}
 	client, err := f.client()
 	if err != nil {
 		return c.failf(e, "%v", err)
 	}
+	if store.kind == "" {
+		return discoverOnce(e, c, client, &f, nil)
+	}
+	return withStores(e, c, &store, storeOptions{outbox: true}, func(ctx context.Context, st *stores) int {
+		memory, _ := st.outbox.(outbox.StartMemory)
+		return discoverOnce(e, c, client, &f, memory)
+	})
+}
+
+// discoverOnce prints the records of one trusted scan, the server starts
+// remembered in memory (nil: none, the clock settle).
+func discoverOnce(e *env, c *command, client *signalk.Client, f *signalkFlags, memory outbox.StartMemory) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	records, err := agent.DiscoverSettled(ctx, client, nil, discoverTries, func(wait time.Duration, err error) {
-		fmt.Fprintf(e.stderr, "sourcecatalog %s: %s; scanning again in %v\n", c.name, located(err), wait)
+	records, err := agent.DiscoverSettled(ctx, client, agent.SettleOptions{Memory: memory, Settle: f.settleTime(), Tries: discoverTries,
+		OnWait: func(wait time.Duration, err error) {
+			fmt.Fprintf(e.stderr, "sourcecatalog %s: %s; scanning again in %v\n", c.name, located(err), wait)
+		},
+		OnWarn: func(msg string) { fmt.Fprintf(e.stderr, "sourcecatalog %s: warning: %s\n", c.name, msg) },
 	})
 	var scan *signalk.ScanError
+	var unconfirmed *agent.Unconfirmed
 	switch {
-	case errors.As(err, &scan):
+	case errors.As(err, &scan) || errors.As(err, &unconfirmed):
 		return c.failf(e, "%v; nothing to commit", located(err))
 	case err != nil:
 		return c.problems(e, err, "nothing to commit")

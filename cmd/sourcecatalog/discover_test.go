@@ -122,10 +122,10 @@ func TestDiscoverSettlesOrFails(t *testing.T) {
 	r := cli(t, "", "discover", "--signalk", sk.URL, "--settle", "20ms")
 	require.Equal(t, exitOK, r.code, r.stderr)
 	assert.Equal(t, string(catalog.EncodeList(skRecords(t))), r.stdout)
-	assert.Contains(t, r.stderr, "sourcecatalog discover: ")
-	assert.Contains(t, r.stderr, "settle time")
+	assert.Contains(t, r.stderr, "sourcecatalog discover: warning: the store remembers no server starts")
+	assert.Contains(t, r.stderr, "Signal K not settled")
 	assert.Contains(t, r.stderr, "; scanning again in ")
-	assert.Equal(t, int64(1), sk.models.Load(), "the settling scan stops before the model")
+	assert.Equal(t, int64(2), sk.models.Load(), "without a store, the first read of a start waits the settle time")
 
 	sk.fail.Store(1 << 20)
 	r = cli(t, "", "discover", "--signalk", sk.URL, "--settle", "0")
@@ -134,6 +134,28 @@ func TestDiscoverSettlesOrFails(t *testing.T) {
 	assert.Contains(t, r.stderr, "sourcecatalog discover: ")
 	assert.Contains(t, r.stderr, "incomplete scan")
 	assert.Contains(t, r.stderr, "; nothing to commit\n")
+}
+
+// With --store, discover remembers the server starts in the on-board
+// outbox: the first run settles a new start with reads agent.ConfirmGap
+// apart that stand still for agent.QuietSpan, well within the settle
+// time; a later run, as from cron, trusts the start it saw settle with
+// one read.
+func TestDiscoverRemembersSettledStarts(t *testing.T) {
+	t.Parallel()
+	sk := startSignalK(t)
+	store := "sqlite:" + filepath.Join(t.TempDir(), "boat.db")
+	r := cli(t, "", "discover", "--signalk", sk.URL, "--store", store)
+	require.Equal(t, exitOK, r.code, r.stderr)
+	assert.Equal(t, string(catalog.EncodeList(skRecords(t))), r.stdout)
+	assert.Contains(t, r.stderr, "Signal K not settled")
+	assert.Equal(t, int64(3), sk.models.Load(), "three reads that agree")
+
+	r = cli(t, "", "discover", "--signalk", sk.URL, "--store", store)
+	require.Equal(t, exitOK, r.code, r.stderr)
+	assert.Equal(t, string(catalog.EncodeList(skRecords(t))), r.stdout)
+	assert.Empty(t, r.stderr)
+	assert.Equal(t, int64(4), sk.models.Load(), "one read: the start settled before")
 }
 
 func TestDiscoverRefuses(t *testing.T) {
@@ -156,6 +178,7 @@ func TestDiscoverRefuses(t *testing.T) {
 		{"empty token", []string{"--signalk", u, "--signalk-token-file", empty}, exitInvalid, "--signalk-token-file: " + empty + " holds no token"},
 		{"ca not PEM", []string{"--signalk", u, "--signalk-ca", empty}, exitInvalid, "--signalk-ca: no PEM certificate"},
 		{"unreachable", []string{"--signalk", u, "--settle", "0"}, exitInvalid, "nothing to commit"},
+		{"memory store", []string{"--signalk", u, "--store", "memory"}, exitUsage, "--store memory remembers nothing across runs"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := cli(t, "", append([]string{"discover"}, tc.args...)...)
@@ -170,7 +193,7 @@ func TestHelpOfDiscoverAndAgent(t *testing.T) {
 	candidates := []string{"signalk", "signalk-token-file", "signalk-ca", "selection", "settle", "interval", "log-format",
 		"store", "vessel", "url", "ca", "cert", "key", "token-file", "receiver-v2", "timeout", "give-up-after", "json"}
 	for name, want := range map[string][]string{
-		"discover": {"signalk", "signalk-token-file", "signalk-ca", "selection", "settle"},
+		"discover": {"signalk", "signalk-token-file", "signalk-ca", "selection", "settle", "store"},
 		"agent": {"signalk", "signalk-token-file", "signalk-ca", "selection", "settle", "interval", "log-format",
 			"store", "vessel", "url", "ca", "cert", "key", "token-file", "receiver-v2", "timeout"},
 	} {

@@ -9,6 +9,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/yachtmemory/sourcecatalog"
@@ -22,6 +23,7 @@ import (
 type Store struct {
 	mu      sync.Mutex
 	vessels map[uuid.UUID]*memVessel
+	starts  map[string]outbox.ServerStart // the server starts remembered
 }
 
 var _ outbox.Store = (*Store)(nil)
@@ -180,4 +182,48 @@ func (t *memTx) SetState(ctx context.Context, snapshot uuid.UUID, chunkIndex int
 	}
 	t.states[k] = state
 	return nil
+}
+
+var _ outbox.StartMemory = (*Store)(nil)
+
+// RememberStart implements outbox.StartMemory.
+func (s *Store) RememberStart(ctx context.Context, st outbox.ServerStart) (outbox.ServerStart, error) {
+	if err := ctx.Err(); err != nil {
+		return outbox.ServerStart{}, err
+	}
+	if err := outbox.CheckServerStart(st); err != nil {
+		return outbox.ServerStart{}, err
+	}
+	st.FirstSeen, st.Settled = toMilli(st.FirstSeen), toMilli(st.Settled)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.starts == nil {
+		s.starts = make(map[string]outbox.ServerStart)
+	}
+	old, ok := s.starts[st.ID]
+	switch {
+	case ok:
+		if old.Settled.IsZero() {
+			old.Settled = st.Settled
+		}
+		st = old
+	case len(s.starts) >= outbox.MaxServerStarts:
+		var oldest outbox.ServerStart
+		for _, o := range s.starts {
+			if oldest.ID == "" || o.FirstSeen.Before(oldest.FirstSeen) || (o.FirstSeen.Equal(oldest.FirstSeen) && o.ID < oldest.ID) {
+				oldest = o
+			}
+		}
+		delete(s.starts, oldest.ID)
+	}
+	s.starts[st.ID] = st
+	return st, nil
+}
+
+// toMilli truncates t to the millisecond, in UTC; the zero time stays zero.
+func toMilli(t time.Time) time.Time {
+	if t.IsZero() {
+		return t
+	}
+	return time.UnixMilli(t.UnixMilli()).UTC()
 }

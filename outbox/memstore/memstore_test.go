@@ -12,3 +12,7 @@ import (
 func TestConformance(t *testing.T) {
 	outboxtest.Run(t, func(*testing.T) outbox.Store { return memstore.New() })
 }
+
+func TestStartMemoryConformance(t *testing.T) {
+	outboxtest.RunStartMemory(t, func(*testing.T) outbox.StartMemory { return memstore.New() })
+}
