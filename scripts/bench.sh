@@ -238,6 +238,7 @@ discover sample boat vs read+Unmarshal|BenchmarkDiscover/sample|x_floor|floor|||
 discover sample boat memory vs floor|BenchmarkDiscover/sample|alloc_x_floor|ratio|||<=|3
 discover 25,600 records vs read+Unmarshal|BenchmarkDiscover/synthetic|x_floor|floor|||<=|2
 discover 25,600 records memory vs floor|BenchmarkDiscover/synthetic|alloc_x_floor|ratio|||<=|3
+discover 25,600 records worst pair vs read+Unmarshal|BenchmarkDiscover/synthetic|x_floor_max|floor|||<=|2
 cycle, typical: identical (as sent) vs first plain|BenchmarkCycleBytes/typical/greedy|identical_x_first|ratio|||<=|0.01
 cycle, typical: identical, requests|BenchmarkCycleBytes/typical/greedy|identical_requests|ratio|||<=|2
 cycle, typical: 1 % changed plain vs first plain, greedy cut|BenchmarkCycleBytes/typical/greedy|changed_x_first|ratio|||<=|0.10
