@@ -19,7 +19,7 @@ var agentCommand = &command{
 	name: "agent",
 	synopsis: "--signalk URL [--signalk-token-file FILE] [--signalk-ca FILE] [--selection S] [--settle D] [--max-age D] " +
 		"--store sqlite:FILE|mysql:DSN --vessel UUID --url URL [--ca FILE] [--cert FILE --key FILE | --token-file FILE] " +
-		"[--receiver-v2[=auto|off]] [--timeout D] [--interval D] [--log-format text|json]",
+		"[--receiver-v2[=auto|off]] [--timeout D] [--interval D] [--cut greedy|content-defined] [--log-format text|json]",
 	summary: "run the on-board loop: discover, commit, publish, every interval",
 	help:    helpText("agent"),
 	run:     runAgent,
@@ -28,12 +28,16 @@ var agentCommand = &command{
 func runAgent(e *env, c *command, args []string) int {
 	pf, sf := newPublishFlags(), newSignalkFlags()
 	interval := durationFlag{d: agent.DefaultInterval}
-	var logFormat logFormatFlag
+	var (
+		logFormat logFormatFlag
+		cut       cutFlag
+	)
 	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
 	pf.register(fs)
 	sf.register(fs)
 	fs.Var(&interval, "interval", "")
 	fs.Var(&logFormat, "log-format", "")
+	fs.Var(&cut, "cut", "")
 	operands, status, ok := c.parse(e, fs, args)
 	if !ok {
 		return status
@@ -60,6 +64,7 @@ func runAgent(e *env, c *command, args []string) int {
 	}
 	cfg := pf.config(storeheal.Outbox(h, func(s outbox.Store) outbox.Store { return s }))
 	cfg.Discoverer, cfg.Interval, cfg.Logger, cfg.Settle = discoverer, interval.d, logger, sf.settleTime()
+	cfg.Build = cut.options()
 	cfg.Wake = discoverer.Watch(ctx, signalk.WatchOptions{OnError: func(err error) {
 		logger.Debug("delta stream", "error", err.Error())
 	}})
