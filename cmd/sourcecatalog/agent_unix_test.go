@@ -77,3 +77,33 @@ func TestAgent(t *testing.T) {
 	require.NotNil(t, st.Vessels[0].Active)
 	assert.Equal(t, last, st.Vessels[0].Active.Revision)
 }
+
+// The outbox file removed under the agent: its next commit finds it, and
+// the agent ends with exit status 1 saying so, rather than healing into a
+// new file or waiting for ever; no file is created at the path.
+func TestAgentStoreRemoved(t *testing.T) {
+	sk := startSignalK(t)
+	g := newPublishRig(t, allCredentials[1])
+	args := append([]string{"agent", "--signalk", sk.URL, "--settle", "0", "--interval", "1s", "--log-format", "json",
+		"--store", "sqlite:" + g.boat, "--vessel", vesselFlag, "--url", g.rcv.url, "--ca", g.ca.caFile, "--receiver-v2"}, g.flags...)
+	var stdout, stderr lockedBuffer
+	done := make(chan int, 1)
+	go func() { done <- run(args, strings.NewReader(""), &stdout, &stderr) }()
+	watchdog := time.Now().Add(time.Minute)
+	for !strings.Contains(stderr.String(), `"msg":"published"`) {
+		require.True(t, time.Now().Before(watchdog), "no delivery within the watchdog; log:\n%s", stderr.String())
+		time.Sleep(20 * time.Millisecond)
+	}
+	require.Contains(t, stderr.String(), `"msg":"creating the outbox: no file at the path`)
+	require.NoError(t, os.Remove(g.boat))
+	select {
+	case code := <-done:
+		require.Equal(t, exitInvalid, code, stderr.String())
+	case <-time.After(time.Minute): // a watchdog, not a timing assertion
+		t.Fatalf("the agent went on without its file; log:\n%s", stderr.String())
+	}
+	assert.Contains(t, stderr.String(), `"msg":"store file removed or replaced`)
+	assert.Contains(t, stderr.String(), "restart the agent to open the file now at the path")
+	_, err := os.Stat(g.boat)
+	assert.ErrorIs(t, err, os.ErrNotExist, "a file was created at the path")
+}
