@@ -91,3 +91,6 @@ func (s *Store) CachedBase(vessel []byte) bool {
 	}
 	return false
 }
+
+// Moved is the identity check the Store makes after each commit.
+func (s *Store) Moved() error { return s.moved() }
