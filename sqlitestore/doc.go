@@ -105,7 +105,9 @@
 // snapshot with its manifest, an outbox entry — carries a CRC-32C
 // checksum written with it and checked at every read: a row damaged at
 // rest fails with ErrDamaged, naming the row, and its bytes are never
-// handed out.
+// handed out. A reference or an index resolving a chunk by its digest
+// skips a damaged row for another with the digest, and answers
+// hash_mismatch when every one is damaged (SPEC.md §6.6).
 //
 // # Schema
 //

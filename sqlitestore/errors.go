@@ -52,7 +52,11 @@ var (
 	// it, so the file was damaged at rest; the error names the row. The
 	// transaction that read it fails and commits nothing; the handle stays
 	// usable, so other rows are served, and a damaged staged snapshot can
-	// be discarded (deleting reads no chunk).
+	// be discarded (deleting reads no chunk). A chunk looked up by its
+	// payload digest for a reference or an index (ChunkByPayload) is not
+	// ErrDamaged: a damaged row is skipped, and when every row with the
+	// digest is damaged the lookup fails with hash_mismatch, so that the
+	// sender sends the chunk whole (SPEC.md §6.6).
 	ErrDamaged error = sourcecatalog.Errorf(sourcecatalog.ErrStoreUnavailable, "sqlitestore: a stored row is damaged (it does not match the checksum written with it)")
 )
 
