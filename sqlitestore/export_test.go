@@ -3,6 +3,7 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
+	"maps"
 	"strings"
 
 	"github.com/yachtmemory/sourcecatalog/finalize"
@@ -94,3 +95,14 @@ func (s *Store) CachedBase(vessel []byte) bool {
 
 // Moved is the identity check the Store makes after each commit.
 func (s *Store) Moved() error { return s.moved() }
+
+// Stmts returns copies of the fixed and the sized statements the Store
+// keeps prepared, by text.
+func (s *Store) Stmts() (fixed, sized map[string]*sql.Stmt) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.stmts.fixed), maps.Clone(s.stmts.sized)
+}
+
+// MaxSizedStmts bounds the sized statements kept.
+const MaxSizedStmts = maxSizedStmts

@@ -165,7 +165,7 @@ func (t *outboxTx) PutEntries(ctx context.Context, entries []outbox.Entry) error
 				r.payload, r.digest, r.state, entrySum(t.vessel, &r).sum())
 		}
 		q := `INSERT INTO outbox (vessel_id, ` + entryColumns + `, checksum) VALUES ` + strings.Repeat(row+", ", len(batch)-1) + row
-		if _, err := t.exec(ctx, "write outbox entries", q, args...); err != nil {
+		if _, err := t.execRows(ctx, "write outbox entries", q, args...); err != nil {
 			return err
 		}
 	}

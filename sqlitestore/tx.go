@@ -45,13 +45,25 @@ func (b *base) fail(ctx context.Context, op string, err error) error {
 // which the batch's other callbacks share, when a write is interrupted.
 // Its arguments' bytes count towards the batch's bound.
 func (b *base) exec(ctx context.Context, op, query string, args ...any) (sql.Result, error) {
+	return b.execPrepared(ctx, op, b.s.stmts.prepared, query, args)
+}
+
+// execRows is exec for a statement whose text is built for a number of
+// rows (a multi-row INSERT), kept among the sized statements.
+func (b *base) execRows(ctx context.Context, op, query string, args ...any) (sql.Result, error) {
+	return b.execPrepared(ctx, op, b.s.stmts.preparedSized, query, args)
+}
+
+// execPrepared runs query, prepared by prepared, with args, as exec says.
+func (b *base) execPrepared(ctx context.Context, op string, prepared func(context.Context, *sql.Conn, string) (*sql.Stmt, error),
+	query string, args []any) (sql.Result, error) {
 	if err := b.ready(); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, b.fail(ctx, op, err)
 	}
-	st, err := b.s.stmts.prepared(ctx, b.q, query)
+	st, err := prepared(ctx, b.q, query)
 	if err != nil {
 		return nil, b.fail(ctx, op, err)
 	}
