@@ -171,6 +171,19 @@ func TestCommitSeesFileChange(t *testing.T) {
 	require.ErrorIs(t, err, sqlitestore.ErrFileChanged)
 }
 
+// TestWriteSeesFileChange: the first write into an idle Store whose file
+// was removed, which SQLite refuses (SQLITE_READONLY_DBMOVED) before any
+// commit, fails with ErrFileChanged too.
+func TestWriteSeesFileChange(t *testing.T) {
+	t.Parallel()
+	s, path := open(t)
+	ctx := context.Background()
+	require.NoError(t, os.Remove(path))
+	err := setVessel(ctx, s, uuid.New())
+	require.ErrorIs(t, err, sqlitestore.ErrFileChanged)
+	require.ErrorIs(t, err, sqlitestore.ErrPoisoned)
+}
+
 // TestWithExistingFile: a missing or empty file is refused, and none is
 // created; an existing one opens.
 func TestWithExistingFile(t *testing.T) {
@@ -227,6 +240,7 @@ func TestSourceReopensOnlyItsFile(t *testing.T) {
 			}
 			require.ErrorIs(t, setVessel(ctx, store, uuid.New()), sqlitestore.ErrFileChanged)
 			for st := range statuses {
+				require.NotEqual(t, storeheal.Healthy, st.State, "reopened another file than the one it had open")
 				if st.Attempts >= 3 {
 					require.ErrorIs(t, st.LastErr, sqlitestore.ErrFileChanged)
 					break
