@@ -384,6 +384,19 @@ func TestDamagedManifest(t *testing.T) {
 	}
 }
 
+// receiveWhole has r receive every entry whole, manifest and chunks.
+func receiveWhole(t *testing.T, r *finalize.Receiver, origin finalize.Origin, entries []outbox.Entry) {
+	t.Helper()
+	for _, e := range entries {
+		fn := r.ReceiveChunk
+		if e.ChunkIndex < 0 {
+			fn = r.ReceiveManifest
+		}
+		_, err := fn(context.Background(), origin, e.Payload)
+		require.NoError(t, err)
+	}
+}
+
 // TestDamagedIdenticalChunk flips one byte inside a staged chunk of a set
 // identical to the active snapshot, which Finalize verifies by identity
 // without decoding it (SPEC.md §8.4): reading it fails with ErrDamaged,
@@ -400,17 +413,7 @@ func TestDamagedIdenticalChunk(t *testing.T) {
 		require.NoError(t, err)
 		return c.Entries
 	}
-	receive := func(r *finalize.Receiver, entries []outbox.Entry) {
-		t.Helper()
-		for _, e := range entries {
-			fn := r.ReceiveChunk
-			if e.ChunkIndex < 0 {
-				fn = r.ReceiveManifest
-			}
-			_, err := fn(ctx, origin, e.Payload)
-			require.NoError(t, err)
-		}
-	}
+	receive := func(r *finalize.Receiver, entries []outbox.Entry) { receiveWhole(t, r, origin, entries) }
 	first, same := cycle(1), cycle(2)
 	require.Greater(t, len(same), 2, "fixture: chunks")
 	fs := newMemFS()
@@ -503,14 +506,7 @@ func TestDamagedChunkBehindDigest(t *testing.T) {
 
 	first := cycle(1)
 	require.Greater(t, len(first), 3, "fixture: chunks")
-	for _, e := range first {
-		fn := r.ReceiveChunk
-		if e.ChunkIndex < 0 {
-			fn = r.ReceiveManifest
-		}
-		_, err := fn(ctx, origin, e.Payload)
-		require.NoError(t, err)
-	}
+	receiveWhole(t, r, origin, first)
 	activate(first)
 	second := cycle(2)
 	held, changed := digests(first), digests(second)
