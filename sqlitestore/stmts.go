@@ -14,8 +14,8 @@ const maxSizedStmts = 32
 // their SQL text, so that a statement is parsed once per connection, not
 // once per call. It keeps two sets. The fixed statements — every text
 // written out in this package, a set as small as its code — are kept
-// until Close, and never evicted. The sized ones — a multi-row INSERT
-// whose text depends on how many rows it writes — are kept up to
+// until Close, and never evicted. The sized ones — a multi-row INSERT or
+// an IN list, whose text depends on how many values it holds — are kept up to
 // maxSizedStmts, and one of them is closed to make room for another, so
 // that texts of many sizes never push a fixed statement out. It is used
 // only by whoever holds the connection; Close closes its statements

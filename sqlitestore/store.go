@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -57,6 +58,9 @@ type config struct {
 	// refuses another (a reopen), and creates none.
 	first os.FileInfo
 }
+
+// wal reports whether the journal is a WAL.
+func (c config) wal() bool { return strings.HasPrefix(c.journal, "wal") }
 
 // An Option configures Open.
 type Option func(*config)
