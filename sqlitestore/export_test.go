@@ -3,6 +3,7 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
+	"maps"
 	"strings"
 
 	"github.com/yachtmemory/sourcecatalog/finalize"
@@ -99,6 +100,20 @@ func (s *Store) CachedBase(vessel []byte) bool {
 	}
 	return false
 }
+
+// Moved is the identity check the Store makes after each commit.
+func (s *Store) Moved() error { return s.moved() }
+
+// Stmts returns copies of the fixed and the sized statements the Store
+// keeps prepared, by text.
+func (s *Store) Stmts() (fixed, sized map[string]*sql.Stmt) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.stmts.fixed), maps.Clone(s.stmts.sized)
+}
+
+// MaxSizedStmts bounds the sized statements kept.
+const MaxSizedStmts = maxSizedStmts
 
 // SetFSType makes Open see the file system type that f returns instead of
 // statfs's, until the returned function restores it.

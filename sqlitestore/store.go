@@ -34,11 +34,12 @@ type Store struct {
 	// the turn.
 	mu         turn // held for a whole batch, and by Ping and Close
 	db         *sql.DB
-	conn       *sql.Conn // the only connection
-	stmts      stmtCache // prepared statements of conn
-	batchBytes int       // bytes of statement arguments written in the running batch
-	lock       *os.File  // the lifetime lock; nil for a test VFS
-	poisoned   error     // the failure that poisoned the handle
+	conn       *sql.Conn   // the only connection
+	stmts      stmtCache   // prepared statements of conn
+	batchBytes int         // bytes of statement arguments written in the running batch
+	lock       *os.File    // the lifetime lock; nil for a test VFS
+	file       os.FileInfo // the identity of the database file opened; nil for a test VFS
+	poisoned   error       // the failure that poisoned the handle
 	closed     bool
 
 	bases baseCache // decoded record index bases, by stamp
@@ -52,6 +53,10 @@ type config struct {
 	readOnly  bool
 	vfs       string // a registered test VFS; "" for the operating system's files
 	journal   string // a journal mode measured against the default; "" for TRUNCATE
+	existing  bool   // refuse a missing or empty file instead of creating one
+	// first, when not nil, is the file a Source opened first: Open
+	// refuses another (a reopen), and creates none.
+	first os.FileInfo
 }
 
 // wal reports whether the journal is a WAL.
@@ -75,6 +80,15 @@ func WithBusyTimeout(d time.Duration) Option { return func(c *config) { c.busy =
 // Open fails with ErrLocked if any other Store has the file open, and any
 // other Open, from any process, fails at once with ErrLocked until Close.
 func WithExclusiveLock() Option { return func(c *config) { c.exclusive = true } }
+
+// WithExistingFile opens only a database that exists: Open refuses with
+// ErrInvalidFile a path that names no file, or an empty one, instead of
+// creating the database there (the file's directory entry is not
+// recreated even if it vanishes while Open runs). A service that must not
+// start over on an empty store when its file is missing — a volume not
+// mounted, a file removed — opens it so, and creates it once, at its
+// first start, without.
+func WithExistingFile() Option { return func(c *config) { c.existing = true } }
 
 // WithReadOnly opens the file for reading only, as an operator's status
 // does: Open creates nothing and migrates nothing — a path that does not

@@ -61,6 +61,14 @@
 // logs and metrics. [Handle.Close] stops the reopening and closes the
 // handle.
 //
+// A store removed or replaced under its handle — a SQLite file deleted,
+// renamed, or another file put at its path — poisons it with an error
+// wrapping [ErrReplaced], which Status counts apart (Replacements). Its
+// Opener must not then open whatever the name names now: sqlitestore's
+// Source reopens only the file it opened first and creates none, so the
+// Handle stays Reopening, answering 503, until that file is back or the
+// operator restarts the service to accept another.
+//
 // # What a caller may rely on
 //
 // A call's result is the result of the one handle it ran on: a call that

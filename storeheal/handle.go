@@ -2,6 +2,7 @@ package storeheal
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -21,6 +22,16 @@ var (
 	ErrReopening error = sourcecatalog.Errorf(sourcecatalog.ErrStoreUnavailable, "storeheal: the store is being reopened after a failure")
 	// ErrClosed: the Handle was closed.
 	ErrClosed error = sourcecatalog.Errorf(sourcecatalog.ErrStoreUnavailable, "storeheal: the store is closed")
+	// ErrReplaced: what a store's handle had open is no longer what the
+	// store's name names — a file removed, replaced by another or moved
+	// away (sqlitestore.ErrFileChanged wraps it). A store returns it,
+	// wrapped, from the call that found it, which the predicate should
+	// take as poisoning; the Handle counts it (Status.Replacements). An
+	// Opener must then not open whatever the name names now, nor create
+	// a store where one was: only the store the handle had open may be
+	// reopened, and accepting another is the operator's decision (a
+	// restart).
+	ErrReplaced error = sourcecatalog.Errorf(sourcecatalog.ErrStoreUnavailable, "storeheal: the store was removed or replaced under its handle")
 )
 
 // An Opener opens a store handle: the store S that calls run on, and the
@@ -82,6 +93,9 @@ type Status struct {
 	// Counts since Open: handles poisoned, reopens that succeeded, and
 	// reopen attempts that failed.
 	Poisonings, Reopens, FailedReopens int64
+	// Replacements counts the poisonings whose cause wraps ErrReplaced:
+	// the store was removed or replaced under its handle.
+	Replacements int64
 }
 
 // Defaults of the options.
@@ -238,6 +252,9 @@ func (h *Handle[S]) poison(err error) {
 	h.status.State, h.status.Since, h.status.Cause = Poisoned, now, err
 	h.status.Attempts, h.status.LastErr = 0, nil
 	h.status.Poisonings++
+	if errors.Is(err, ErrReplaced) {
+		h.status.Replacements++
+	}
 	if now.Sub(h.openedAt) >= h.cfg.max {
 		h.backoff = 0 // it served long enough: the failure is a new one
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
@@ -56,9 +57,20 @@ func runAgent(e *env, c *command, args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	// A long-running process: the outbox heals itself after a failure
-	// that poisons it, as serve's store does.
-	src := pf.store.outboxSource()
-	h, err := storeheal.OpenOutbox(ctx, src, storeheal.WithObserver(receiver.Log{Logger: logger}.Store))
+	// that poisons it, as serve's store does; but a file removed or
+	// replaced under it ends the agent, which a restart opens anew.
+	src, replaced := pf.store.outboxSource(), error(nil)
+	ctx, stopReplaced := context.WithCancelCause(ctx)
+	if pf.store.newFile() {
+		logger.Warn("creating the outbox: no file at the path (a first start, or a lost store: SPEC.md §2.4 floors the revisions by the clock)", "store", src.Name)
+	}
+	observe := receiver.Log{Logger: logger}.Store
+	h, err := storeheal.OpenOutbox(ctx, src, storeheal.WithObserver(func(st storeheal.Status) {
+		observe(st)
+		if st.State == storeheal.Poisoned && errors.Is(st.Cause, storeheal.ErrReplaced) {
+			stopReplaced(st.Cause)
+		}
+	}))
 	if err != nil {
 		return c.failf(e, "opening the store: %v", err)
 	}
@@ -74,6 +86,12 @@ func runAgent(e *env, c *command, args []string) int {
 	} else {
 		err = a.Run(ctx)
 		a.Close()
+		if replaced = context.Cause(ctx); !errors.Is(replaced, storeheal.ErrReplaced) {
+			replaced = nil
+		}
+	}
+	if replaced != nil {
+		err = fmt.Errorf("%v: restart the agent to open the file now at the path (or create it anew)", replaced)
 	}
 	if cerr := h.Close(); cerr != nil && err == nil {
 		return c.failf(e, "closing %s: %v", src.Name, cerr)

@@ -186,8 +186,44 @@ func TestServeHealsAfterDiskFull(t *testing.T) {
 	needRoot(t, "the full-disk test, which mounts a tmpfs")
 	dir := tmpfs(t, 8<<20)
 	filler := filepath.Join(dir, "filler")
-	s := startHealingServe(t, "sqlite:"+filepath.Join(dir, "shore.db"))
+	s := startHealingServe(t, "sqlite:"+filepath.Join(dir, "shore.db"), "--create-store")
 	heal(t, s, func() { fillDisk(t, filler) }, func() { require.NoError(t, os.Remove(filler)) })
+}
+
+// The shore file removed under serve: serve answers 503 at once, /healthz
+// says so, the log and the metric name the replacement, no file is
+// created at the path, and once the file it opened is back serve heals:
+// every receipt it gave before is still there.
+func TestServeFileRemoved(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "shore.db")
+	s := startHealingServe(t, "sqlite:"+path, "--create-store")
+	first, firstBodies := serveSnapshot(t, 1)
+	s.deliver(t, first, firstBodies, envelope.Staged)
+	kept := filepath.Join(dir, "kept.db")
+	require.NoError(t, os.Link(path, kept))
+	require.NoError(t, os.Remove(path))
+
+	code, health := serveGet(t, "http://"+s.admin+"/healthz") // idle: the health check finds it
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	assert.Contains(t, health, "store ")
+	second, bodies := serveSnapshot(t, 2)
+	code, answer := s.post(t, bodies[0])
+	require.Equal(t, http.StatusServiceUnavailable, code, "%s", answer)
+	assert.Contains(t, string(answer), `"store_unavailable"`)
+	s.log.wait(t, "store file removed or replaced: refusing requests; only the file it had open is reopened (put it back, or restart to accept the file now at the path)",
+		map[string]any{"state": "poisoned"})
+	s.log.wait(t, "store reopen failed", map[string]any{"state": "reopening"})
+	_, metrics := serveGet(t, "http://"+s.admin+"/metrics")
+	assertMetric(t, metrics, `sourcecatalog_store_replacements_total 1`)
+	_, err := os.Stat(path)
+	require.ErrorIs(t, err, os.ErrNotExist, "serve created a file where its store was")
+
+	require.NoError(t, os.Rename(kept, path))
+	s.requireHealed(t)
+	s.deliver(t, second, bodies, envelope.Staged)
+	s.deliver(t, first, firstBodies, envelope.AlreadyReceived)
+	require.Equal(t, exitOK, s.shutdown(t), "the log:\n%s", s.log)
 }
 
 // mysqlDirEnv names the scripts/mariadb.sh directory of the server
