@@ -267,6 +267,9 @@ func errorCases() map[string]errCase {
 		"sqlitestore.ErrPoisoned": value(sqlitestore.ErrPoisoned, sourcecatalog.ErrStoreUnavailable),
 		"sqlitestore.ErrDiskFull": value(sqlitestore.ErrDiskFull, sourcecatalog.ErrStoreUnavailable),
 		"sqlitestore.ErrDamaged":  value(sqlitestore.ErrDamaged, sourcecatalog.ErrStoreUnavailable),
+		// A WAL file on a network file system: provoked through a fake
+		// statfs by sqlitestore's TestOpenRefusesNetworkFS.
+		"sqlitestore.ErrNetworkFileSystem": value(sqlitestore.ErrNetworkFileSystem, sourcecatalog.ErrStoreUnavailable),
 
 		// Package mysqlstore: these need a server to provoke, which
 		// mysqlstore's own tests do (TestMigrateRefusesNoSchema,
