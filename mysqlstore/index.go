@@ -86,7 +86,8 @@ type storedIndex struct {
 	shape      indexShape
 	base       []finalize.IndexEntry // the whole index but in shapeDelta
 	puts, dels []finalize.IndexEntry // the delta (shapeDelta)
-	delta      []byte                // the stored delta row's puts and dels, concatenated; nil when there is none
+	putBlob    []byte                // the stored delta row's puts; nil when there is none
+	delBlob    []byte                // and its dels
 	parts      int                   // base parts stored (shapeDelta)
 }
 
@@ -175,7 +176,7 @@ func (t *tx) readIndex(ctx context.Context) (*storedIndex, error) {
 			if err == nil && (!indexblob.InOrder(st.puts) || !indexblob.InOrder(st.dels)) {
 				err = indexblob.ErrDelta
 			}
-			st.delta = append(a, b...)
+			st.putBlob, st.delBlob = a, b
 			if err != nil {
 				return nil, err
 			}
@@ -308,14 +309,14 @@ func (t *tx) writeStamp(ctx context.Context) error {
 // puts and dels are given; an empty delta is no row.
 func (t *tx) writeDelta(ctx context.Context, old, next *storedIndex, putBlob, delBlob []byte) error {
 	if len(next.puts)+len(next.dels) == 0 {
-		if old.delta != nil {
+		if old.putBlob != nil {
 			_, err := t.exec(ctx, `DELETE FROM `+indexDeltaTable+` WHERE vessel_id = ?`, t.vessel)
 			return err
 		}
 		return nil
 	}
-	next.delta = append(slices.Clip(putBlob), delBlob...)
-	if bytes.Equal(next.delta, old.delta) {
+	next.putBlob, next.delBlob = putBlob, delBlob
+	if old.putBlob != nil && bytes.Equal(putBlob, old.putBlob) && bytes.Equal(delBlob, old.delBlob) {
 		return nil // the stored delta already says so
 	}
 	_, err := t.exec(ctx, `INSERT INTO `+indexDeltaTable+` (vessel_id, puts, dels) VALUES (?, ?, ?)
@@ -344,7 +345,7 @@ func (t *tx) writeBase(ctx context.Context, old, next *storedIndex) error {
 			return err
 		}
 	}
-	if old.delta != nil {
+	if old.putBlob != nil {
 		if _, err := t.exec(ctx, `DELETE FROM `+indexDeltaTable+` WHERE vessel_id = ?`, t.vessel); err != nil {
 			return err
 		}
