@@ -228,22 +228,32 @@ func (r *healRun) firstOKAfter(t time.Time, limit time.Duration) time.Time {
 }
 
 // cycle runs one fault of f held for hold, under the senders, and returns
-// how long the receiver answered 503 after the fault was mended.
+// how long the receiver answered 503 after the fault was mended. The
+// fault is broken once a receipt came, and held at least until a 503 came.
 func (r *healRun) cycle(f *fault, hold time.Duration) time.Duration {
-	tb := r.tb
-	time.Sleep(300 * time.Millisecond) // receipts before
-	oks, unavailable, failed := r.state()
-	require.NoError(tb, failed)
-	require.Positive(tb, oks, "the senders get receipts before the fault")
-	f.brk(tb)
-	time.Sleep(hold)
-	_, during, failed := r.state()
-	require.NoError(tb, failed)
-	require.Greater(tb, during, unavailable, "%s: the receiver answered no 503 while the store was broken", f.name)
-	mended := f.mend(tb)
-	healed := r.firstOKAfter(mended, time.Minute).Sub(mended)
-	time.Sleep(300 * time.Millisecond) // receipts after
-	return healed
+	oks, unavailable, _ := r.state()
+	r.await(func(o, _ int) bool { return o > oks }, "a receipt before the fault")
+	f.brk(r.tb)
+	broken := time.Now()
+	r.await(func(_, u int) bool { return u > unavailable }, f.name+": a 503 while the store is broken")
+	time.Sleep(hold - time.Since(broken))
+	mended := f.mend(r.tb)
+	return r.firstOKAfter(mended, time.Minute).Sub(mended)
+}
+
+// await waits, a minute at most, until the receipts and 503s so far
+// satisfy done.
+func (r *healRun) await(done func(oks, unavailable int) bool, what string) {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		oks, unavailable, failed := r.state()
+		require.NoError(r.tb, failed)
+		if done(oks, unavailable) {
+			return
+		}
+		require.True(r.tb, time.Now().Before(deadline), "no %s within a minute", what)
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // requireNothingLost stops the senders, opens a new receiver over the
