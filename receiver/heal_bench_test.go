@@ -229,7 +229,8 @@ func (r *healRun) firstOKAfter(t time.Time, limit time.Duration) time.Time {
 
 // cycle runs one fault of f held for hold, under the senders, and returns
 // how long the receiver answered 503 after the fault was mended. The
-// fault is broken once a receipt came, and held at least until a 503 came.
+// fault is broken once a receipt came, held at least until a 503 came, and
+// the next one waits for 20 receipts after it.
 func (r *healRun) cycle(f *fault, hold time.Duration) time.Duration {
 	oks, unavailable, _ := r.state()
 	r.await(func(o, _ int) bool { return o > oks }, "a receipt before the fault")
@@ -238,7 +239,10 @@ func (r *healRun) cycle(f *fault, hold time.Duration) time.Duration {
 	r.await(func(_, u int) bool { return u > unavailable }, f.name+": a 503 while the store is broken")
 	time.Sleep(hold - time.Since(broken))
 	mended := f.mend(r.tb)
-	return r.firstOKAfter(mended, time.Minute).Sub(mended)
+	healed := r.firstOKAfter(mended, time.Minute).Sub(mended)
+	oks, _, _ = r.state()
+	r.await(func(o, _ int) bool { return o >= oks+20 }, "20 receipts after the fault") // to be asked for again
+	return healed
 }
 
 // await waits, a minute at most, until the receipts and 503s so far
