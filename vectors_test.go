@@ -139,7 +139,7 @@ var headerKeys = map[string]bool{
 	"manifest-sha256": false, "chunks-sha256": false,
 	"entity-type": false, "chunk-index": false, "status": false, "complete": false,
 	"class": false, "record-index": false, "field": false,
-	"selection": false, "reason": false,
+	"selection": false, "reason": false, "reference-time": false, "max-age": false,
 	"v2": false, "capabilities": false, "unknown-capabilities": false,
 	"missing-chunks": false,
 }
@@ -299,6 +299,20 @@ func (g *golden) interpret(h map[string]string) error {
 			return errors.New("a signalk vector needs selection: lowest-ref or server")
 		}
 		g.fields["selection"] = v
+		ref, hasRef := take("reference-time")
+		age, hasAge := take("max-age")
+		if hasRef != hasAge {
+			return errors.New("a signalk vector has reference-time and max-age together or neither")
+		}
+		if hasRef {
+			if _, err := time.Parse(time.RFC3339, ref); err != nil {
+				return fmt.Errorf("reference-time %q is not an RFC 3339 date-time", ref)
+			}
+			if n, err := strconv.Atoi(age); err != nil || n < 1 || strconv.Itoa(n) != age {
+				return fmt.Errorf("max-age %q is not a positive number of seconds", age)
+			}
+			g.fields["reference-time"], g.fields["max-age"] = ref, age
+		}
 		if r, ok := take("reason"); ok {
 			if g.ok || !signalkReasons[r] {
 				return fmt.Errorf("reason %q: an incomplete-scan error of a signalk vector has json, model, self or source", r)
@@ -1313,7 +1327,15 @@ var signalkReasons = map[string]bool{"json": true, "model": true, "self": true, 
 func runSignalK(t *testing.T, g *golden) {
 	sel, err := signalk.ParseSelection(g.fields["selection"])
 	require.NoError(t, err)
-	rs, err := signalk.Map(g.payload, sel)
+	var age signalk.AgeBound
+	if ref := g.fields["reference-time"]; ref != "" {
+		age.Now, err = time.Parse(time.RFC3339, ref)
+		require.NoError(t, err)
+		n, err := strconv.Atoi(g.fields["max-age"])
+		require.NoError(t, err)
+		age.MaxAge = time.Duration(n) * time.Second
+	}
+	rs, err := signalk.MapWithin(g.payload, sel, age)
 	if !g.ok {
 		require.Error(t, err)
 		require.Nil(t, rs)

@@ -10,7 +10,7 @@
 // The loop runs one step at a time on one goroutine:
 //
 //   - Discover, at start and then every Config.Interval from the previous
-//     scan's start. A scan that fails — sourcecatalog.ErrIncompleteScan
+//     scan's start, or at once when Config.Wake delivers. A scan that fails — sourcecatalog.ErrIncompleteScan
 //     or any other error — commits nothing; it is tried again after the
 //     error's RetryAfter() when it has one (a Signal K server that has not
 //     settled since it started says when a scan may succeed), at the next
@@ -120,6 +120,12 @@ type Config struct {
 	// Interval is the time between two scans' starts (default
 	// DefaultInterval).
 	Interval time.Duration
+	// Wake, when set, makes the next scan due at once each time it
+	// delivers while the loop waits, unless a scanned cycle waits for its
+	// commit: a trigger such as signalk.Client.Watch, which wakes when
+	// the server's delta stream shows a change worth a scan. The interval
+	// stays the heartbeat. A closed Wake is no trigger.
+	Wake <-chan struct{}
 	// Backoff is the wait after a failed publishing pass or commit
 	// (default outbox.DefaultBackoff).
 	Backoff outbox.Backoff
@@ -132,6 +138,7 @@ type Agent struct {
 	cfg    Config
 	sender *Sender
 	log    *slog.Logger
+	wake   <-chan struct{} // cfg.Wake until it is closed
 }
 
 // New returns an Agent for cfg, running the Sender of NewSender(cfg). It
@@ -158,7 +165,7 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = outbox.SystemClock{}
 	}
-	return &Agent{cfg: cfg, sender: sender, log: cfg.Logger.With("vessel_id", cfg.Vessel.String())}, nil
+	return &Agent{cfg: cfg, sender: sender, log: cfg.Logger.With("vessel_id", cfg.Vessel.String()), wake: cfg.Wake}, nil
 }
 
 // Close closes the connections the Agent's Sender keeps alive.
@@ -192,11 +199,57 @@ func (a *Agent) Run(ctx context.Context) error {
 		case s.publish:
 			a.drain(ctx, s)
 		default:
-			clock.Sleep(ctx, s.due().Sub(now))
+			a.sleep(ctx, s, s.due().Sub(now))
 		}
 	}
 	a.log.Info("agent stopped")
 	return nil
+}
+
+// sleep waits d, or until a.wake delivers: then the next scan is due at
+// once, unless a cycle waits for its commit. A wake pending already is
+// taken before any wait.
+func (a *Agent) sleep(ctx context.Context, s *state, d time.Duration) {
+	if a.wake == nil {
+		a.cfg.Clock.Sleep(ctx, d)
+		return
+	}
+	select {
+	case _, ok := <-a.wake:
+		a.woken(s, ok)
+		return
+	default:
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	wake, stop := a.wake, make(chan struct{})
+	got := make(chan *bool, 1) // a wake (true), the end of wake (false), or none (nil)
+	go func() {
+		select {
+		case _, ok := <-wake:
+			got <- &ok
+			cancel()
+		case <-stop:
+			got <- nil // the wait ended first: a later wake stays in wake
+		}
+	}()
+	a.cfg.Clock.Sleep(wctx, d)
+	close(stop)
+	if ok := <-got; ok != nil {
+		a.woken(s, *ok)
+	}
+}
+
+// woken takes a wake, or, when !ok, the end of a.wake.
+func (a *Agent) woken(s *state, ok bool) {
+	if !ok {
+		a.wake = nil
+		return
+	}
+	if now := a.cfg.Clock.Now(); s.cycle == nil && now.Before(s.nextScan) {
+		a.log.Info("scan woken early", "due_in", s.nextScan.Sub(now).String())
+		s.nextScan = now
+	}
 }
 
 // due is when the next scan or commit retry is.

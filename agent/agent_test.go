@@ -580,3 +580,79 @@ func TestNewRefuses(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotNil(t, a)
 }
+
+// A wake makes the next scan due at once: one pending when the loop is
+// about to wait is taken first, and the interval stays the heartbeat
+// after the scan it brought; a closed Wake is no trigger.
+func TestWakeScansEarly(t *testing.T) {
+	wake := make(chan struct{}, 1)
+	g := newRig(t, func(n int) ([]*catalog.Record, error) {
+		if n == 0 {
+			wake <- struct{}{} // the delta stream saw a change during the scan
+		}
+		return examples.Boat(), nil
+	})
+	cfg := g.config()
+	cfg.Wake = wake
+	g.run(cfg, interval+time.Minute)
+	assert.Equal(t, minutes(0, 0, 15), g.disc.times())
+	require.Len(t, g.logged("scan woken early"), 1)
+
+	closed := make(chan struct{})
+	close(closed)
+	g = newRig(t, func(int) ([]*catalog.Record, error) { return examples.Boat(), nil })
+	cfg = g.config()
+	cfg.Wake = closed
+	g.run(cfg, interval+time.Minute)
+	assert.Equal(t, minutes(0, 15), g.disc.times())
+	assert.Empty(t, g.logged("scan woken early"))
+}
+
+// A wake that comes while the loop waits cuts the wait short.
+func TestWakeCutsTheWait(t *testing.T) {
+	wake := make(chan struct{}, 1)
+	clock := &signalingClock{sleeping: make(chan time.Duration, 100)}
+	var g *rig
+	g = newRig(t, func(n int) ([]*catalog.Record, error) {
+		if n == 1 {
+			g.cancel()
+		}
+		return examples.Boat(), nil
+	})
+	go func() {
+		for d := range clock.sleeping {
+			if d > time.Minute { // the wait for the hour-long interval
+				wake <- struct{}{}
+				return
+			}
+		}
+	}()
+	cfg := g.config()
+	cfg.Wake, cfg.Clock, cfg.Interval = wake, clock, time.Hour
+	a, err := agent.New(cfg)
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- a.Run(g.ctx) }()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(30 * time.Second): // a watchdog, not a timing assertion
+		t.Fatalf("the wake did not cut the hour's wait; log:\n%s", g.logs.String())
+	}
+	require.Len(t, g.disc.times(), 2)
+	require.Len(t, g.logged("scan woken early"), 1)
+}
+
+// A signalingClock is the system clock that reports each wait as it starts.
+type signalingClock struct {
+	outbox.SystemClock
+	sleeping chan time.Duration
+}
+
+func (c *signalingClock) Sleep(ctx context.Context, d time.Duration) bool {
+	select {
+	case c.sleeping <- d:
+	default:
+	}
+	return c.SystemClock.Sleep(ctx, d)
+}

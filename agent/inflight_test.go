@@ -42,12 +42,26 @@ func TestSenderInFlightOverItsClient(t *testing.T) {
 			h := httpbinding.NewHandler(finalize.NewReceiver(finalizemem.New()), tokens)
 			var mu sync.Mutex
 			inFlight, most := 0, 0
+			// The first requests wait until as many as expected are in
+			// flight (or a bound passes, when fewer ever are), then all
+			// go on: the count does not hang on the machine's speed.
+			reached := make(chan struct{})
 			ts := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				mu.Lock()
 				inFlight++
 				most = max(most, inFlight)
+				if most == tc.most {
+					select {
+					case <-reached:
+					default:
+						close(reached)
+					}
+				}
 				mu.Unlock()
-				time.Sleep(20 * time.Millisecond) // the others arrive meanwhile
+				select {
+				case <-reached:
+				case <-time.After(5 * time.Second):
+				}
 				h.ServeHTTP(w, r)
 				mu.Lock()
 				inFlight--
@@ -61,7 +75,7 @@ func TestSenderInFlightOverItsClient(t *testing.T) {
 			s, err := agent.NewSender(agent.Config{Vessel: vessel, Store: outboxmem.New(), URL: ts.URL + "/v2/messages",
 				TokenFile: tokenFile, CAFile: caFile, Gate: agent.GateOn, Publisher: tc.opts})
 			require.NoError(t, err)
-			c, err := s.Commit(ctx, examples.Scaled(1500))
+			c, err := s.Commit(ctx, examples.Scaled(3500))
 			require.NoError(t, err)
 			require.Greater(t, len(c.Entries), 2*httpbinding.DefaultMaxInFlight, "fixture: several rounds")
 			rep, err := s.Publish(ctx, outbox.DrainOptions{})

@@ -55,8 +55,13 @@ type transformer struct {
 	depth int
 	out   []byte
 
-	// mems holds the positions in out of the members of the object being
-	// sorted, and tmp its bytes while they are put in order.
+	// starts holds the positions in out of the members of the objects
+	// being written, the innermost last: an object's members are found
+	// where they were written, never by scanning its text again, so that
+	// sorting costs the object's size once, not once per level it nests.
+	starts []int
+	// mems holds those of the object being sorted, in name order, and tmp
+	// its bytes while they are put in order.
 	mems []int
 	tmp  []byte
 
@@ -440,12 +445,14 @@ func (t *transformer) object() error {
 		t.out = append(t.out, '}')
 		return nil
 	}
+	base := len(t.starts)
+	defer func() { t.starts = t.starts[:base] }()
 	sorted, names, err := t.members()
 	if err != nil {
 		if !sorted {
 			// A name among those read in full that repeats an earlier
 			// one precedes the problem err reports in the text.
-			if _, dup := t.duplicateName(open, in, names); dup != nil {
+			if _, dup := t.duplicateName(base, in, names); dup != nil {
 				return dup
 			}
 		}
@@ -453,7 +460,7 @@ func (t *transformer) object() error {
 	}
 	t.depth--
 	if !sorted {
-		if err := t.sortMembers(open, in); err != nil {
+		if err := t.sortMembers(open, in, base); err != nil {
 			return err
 		}
 	}
@@ -476,6 +483,7 @@ func (t *transformer) members() (sorted bool, names int, err error) {
 			t.out = append(t.out, ',')
 		}
 		at := len(t.out)
+		t.starts = append(t.starts, at)
 		escaped, err := t.str()
 		if err != nil {
 			return sorted, names, err
@@ -523,15 +531,16 @@ func (t *transformer) compare(a [2]int, aEscaped bool, b [2]int, bEscaped bool) 
 }
 
 // sortMembers puts in canonical order the members of the object written
-// to t.out from its '{' at open, whose own '{' is at t.src[in]. It rejects
-// a name that repeats an earlier one, reporting the first such name in
-// input order.
-func (t *transformer) sortMembers(open, in int) error {
+// to t.out from its '{' at open, whose own '{' is at t.src[in] and whose
+// members start at t.starts[base:]. It rejects a name that repeats an
+// earlier one, reporting the first such name in input order.
+func (t *transformer) sortMembers(open, in, base int) error {
 	out := t.out
-	mems, err := t.duplicateName(open, in, -1)
+	mems, err := t.duplicateName(base, in, -1)
 	if err != nil {
 		return err
 	}
+	written := t.starts[base:]                     // in input order: a member ends before the next starts
 	first, _ := slices.BinarySearch(t.flips, open) // the object's flips
 	n := len(t.flips) - first
 	moved := slices.Grow(t.movedFlips[:0], n)[:n] // reused: nested objects must not allocate per level
@@ -541,7 +550,10 @@ func (t *transformer) sortMembers(open, in int) error {
 		if k > 0 {
 			tmp = append(tmp, ',')
 		}
-		end := skipValue(out, skipString(out, m)+1)
+		end := len(out)
+		if k, _ := slices.BinarySearch(written, m); k+1 < len(written) {
+			end = written[k+1] - 1 // the comma
+		}
 		// The member's flips move with it.
 		i, _ := slices.BinarySearch(t.flips, m)
 		for ; i < len(t.flips) && t.flips[i] < end; i++ {
@@ -561,8 +573,8 @@ func (t *transformer) sortMembers(open, in int) error {
 // duplicateName returns the starts of the object's first n members (all
 // when n < 0), as memberStarts does, and an error of ErrDuplicateName at
 // the first of their names, in input order, that repeats an earlier one.
-func (t *transformer) duplicateName(open, in, n int) ([]int, error) {
-	mems := t.memberStarts(open, n)
+func (t *transformer) duplicateName(base, in, n int) ([]int, error) {
+	mems := t.memberStarts(base, n)
 	if at := firstRepeat(t.out, mems); at >= 0 {
 		return nil, syntaxErr(memberOffset(t.src, in, rank(mems, at)), ErrDuplicateName)
 	}
@@ -570,24 +582,17 @@ func (t *transformer) duplicateName(open, in, n int) ([]int, error) {
 }
 
 // memberStarts returns the positions in t.out of the first n members, or
-// of all when n < 0, of the object written from its '{' at open. Every
-// member but the n-th must be complete; of the n-th only the name is read.
-// The slice is t.mems, reused.
-func (t *transformer) memberStarts(open, n int) []int {
-	out := t.out
-	mems := t.mems[:0]
-	for i := open + 1; i < len(out); i++ { // i++ steps over the comma
-		if len(mems) == cap(mems) { // doubling: at most twice what is needed
-			mems = append(make([]int, 0, 2*cap(mems)+16), mems...)
-		}
-		mems = append(mems, i)
-		if len(mems) == n {
-			break
-		}
-		i = skipValue(out, skipString(out, i)+1)
+// of all when n < 0, of the object whose members start at t.starts[base:],
+// in input order. Every member but the n-th must be complete; of the n-th
+// only the name is read. The slice is t.mems, reused: the caller may sort
+// it.
+func (t *transformer) memberStarts(base, n int) []int {
+	written := t.starts[base:]
+	if n >= 0 {
+		written = written[:n]
 	}
-	t.mems = mems
-	return mems
+	t.mems = append(t.mems[:0], written...)
+	return t.mems
 }
 
 // firstRepeat sorts mems, the positions in out of an object's members, by

@@ -1,7 +1,8 @@
 // Package deploy holds what runs beside a receiver — Prometheus alert
-// rules, a Grafana dashboard, an nginx ingress — and the tests that hold
-// them to the receiver: its metrics, its trusted-proxy authentication.
-// It has no Go API.
+// rules, a Grafana dashboard, an nginx ingress — and on board, the
+// agent's systemd unit, with the tests that hold them to the receiver and
+// the agent: its metrics, its trusted-proxy authentication, the agent's
+// flags. It has no Go API.
 package deploy
 
 import (
@@ -12,9 +13,10 @@ import (
 
 // installed says where the programs the tests run come from.
 var installed = map[string]string{
-	"promtool": "Debian's prometheus package; scripts/deploytools.sh installs it",
-	"nginx":    "Debian's nginx package; scripts/deploytools.sh installs it",
-	"go":       "the Go toolchain running the tests",
+	"promtool":        "Debian's prometheus package; scripts/deploytools.sh installs it",
+	"nginx":           "Debian's nginx package; scripts/deploytools.sh installs it",
+	"systemd-analyze": "Debian's systemd package; scripts/deploytools.sh installs it",
+	"go":              "the Go toolchain running the tests",
 }
 
 // tool returns the path of the program name, found on PATH or else at

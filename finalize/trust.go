@@ -49,7 +49,7 @@ func verifyIdentical(ctx context.Context, tx Tx, vessel uuid.UUID, v VesselState
 	case active.State != StateActivated || active.RecordCount != m.RecordCount || active.ChunkCount != m.ChunkCount:
 		return nil, nil
 	}
-	held, err := tx.Chunks(ctx, active.ID)
+	held, err := chunkDigests(ctx, tx, active.ID)
 	if err != nil || len(held) != len(staged) {
 		return nil, err
 	}
@@ -75,6 +75,32 @@ func verifyIdentical(ctx context.Context, tx Tx, vessel uuid.UUID, v VesselState
 		}
 	}
 	return &envelope.Snapshot{Manifest: m}, nil
+}
+
+// A DigestTx is a Tx that reads a snapshot's chunk digests without their
+// bytes: verifying a set by identity (SPEC.md §8.4) compares each staged
+// chunk's payload_sha256 with the active snapshot's at its index, and
+// needs no more of the active chunks. It is optional: over a Tx without
+// it, Finalize reads the active snapshot's chunks whole (Tx.Chunks).
+type DigestTx interface {
+	Tx
+	// ChunkDigests returns the chunks staged for snapshot as Chunks does,
+	// in index order and with the same Snapshot, Index and Payload, but
+	// with Canonical nil. It sees the writes made earlier in the
+	// transaction. A Payload it reports wrongly cannot make a set verify
+	// by identity that would not verify decoded: the staged chunk's
+	// records are hashed to their own digest, which must equal it, so a
+	// wrong digest only sends the set to be decoded in full.
+	ChunkDigests(ctx context.Context, snapshot uuid.UUID) ([]StagedChunk, error)
+}
+
+// chunkDigests returns snapshot's chunks with at least their Index and
+// Payload: DigestTx's when tx is one, Chunks' otherwise.
+func chunkDigests(ctx context.Context, tx Tx, snapshot uuid.UUID) ([]StagedChunk, error) {
+	if dtx, ok := tx.(DigestTx); ok {
+		return dtx.ChunkDigests(ctx, snapshot)
+	}
+	return tx.Chunks(ctx, snapshot)
 }
 
 // chunkHead appends to dst the canonical bytes of a chunk up to its

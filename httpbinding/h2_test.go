@@ -529,7 +529,7 @@ func TestHTTP2PublishInFlight(t *testing.T) {
 	var g gauge
 	r := startRig(t, rigConfig{wrap: g.wrap})
 	cert := r.ca.vessel(t, vesselA)
-	b := commitCycle(t, vesselA, uuid.Nil, "nav", 400)
+	b := commitCycle(t, vesselA, uuid.Nil, "nav", 1400)
 	require.Greater(t, len(b.entries), 2*httpbinding.DefaultMaxInFlight)
 	pub := outbox.NewPublisher(b.store, vesselA, r.client(t, &cert), outbox.WithReceiverV2(true), outbox.WithInFlight(httpbinding.DefaultMaxInFlight))
 	pass, err := pub.Publish(context.Background())

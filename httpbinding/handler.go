@@ -19,7 +19,14 @@ import (
 
 // Defaults of a Handler.
 const (
-	DefaultMaxInFlight     = 4                // requests of one vessel at once
+	// DefaultMaxInFlight is how many requests of one vessel are served
+	// at once: enough for a sender to fill a far link. Over a VSAT link
+	// (600 ms round trip, 256 kbit/s up) 19 KB are in flight while the
+	// first answer comes back, a dozen gzipped chunks of a typical
+	// snapshot; fewer leave the link idle for a round trip per window
+	// (internal/linkbench). With a health probe and a capability fetch
+	// it fills the 16 streams of an HTTP/2 connection.
+	DefaultMaxInFlight     = 14
 	DefaultRetryAfter      = 30 * time.Second // Retry-After of 429 and 503 answers
 	DefaultReceiveTimeout  = 20 * time.Second // staging one message
 	DefaultFinalizeTimeout = 60 * time.Second // one Finalize after a complete receipt

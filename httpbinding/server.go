@@ -41,9 +41,9 @@ var DefaultTimeouts = Timeouts{
 const MaxHeaderBytes = 16 << 10
 
 // maxConcurrentStreams bounds the requests one HTTP/2 connection carries
-// at once: four times the Handler's default limit per vessel
-// (DefaultMaxInFlight), so that a vessel at its limit, a health probe and
-// a capability fetch share one connection, while a connection that opens
+// at once: the Handler's default limit per vessel (DefaultMaxInFlight)
+// and two more, so that a vessel at its limit, a health probe and a
+// capability fetch share one connection, while a connection that opens
 // more is refused streams by the protocol, not served handlers.
 const maxConcurrentStreams = 16
 

@@ -391,6 +391,32 @@ func (t *tx) Chunks(ctx context.Context, snapshot uuid.UUID) ([]finalize.StagedC
 	return out, wrap("read chunks", rows.Err())
 }
 
+var _ finalize.DigestTx = (*tx)(nil)
+
+// ChunkDigests implements finalize.DigestTx: Chunks' statement without
+// chunk_canonical, so that verifying a set by identity (SPEC.md §8.4)
+// does not fetch the active snapshot's bytes from the server.
+func (t *tx) ChunkDigests(ctx context.Context, snapshot uuid.UUID) ([]finalize.StagedChunk, error) {
+	t.check()
+	rows, err := t.query(ctx, `SELECT chunk_index, payload_sha256 FROM signalk_catalog_chunks_v2
+		WHERE vessel_id = ? AND snapshot_id = ? ORDER BY chunk_index`, t.vessel, snapshot[:])
+	if err != nil {
+		return nil, wrap("read chunk digests", err)
+	}
+	defer rows.Close()
+	var out []finalize.StagedChunk
+	for rows.Next() {
+		c := finalize.StagedChunk{Snapshot: snapshot}
+		var digest []byte
+		if err := rows.Scan(&c.Index, &digest); err != nil {
+			return nil, wrap("read chunk digests", err)
+		}
+		copy(c.Payload[:], digest)
+		out = append(out, c)
+	}
+	return out, wrap("read chunk digests", rows.Err())
+}
+
 // PutChunk writes the chunk in one statement, its bytes as a literal
 // when the statement stays within statementBytes.
 func (t *tx) PutChunk(ctx context.Context, c finalize.StagedChunk) error {

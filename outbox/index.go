@@ -95,13 +95,21 @@ func WithManifestIndexes(on bool) PublisherOption { return func(p *Publisher) { 
 // (matched against IndexEntry's) delivers the manifest entry and every
 // chunk entry of the snapshot its Missing does not name, which the
 // receiver staged from the records it holds; the Publisher then sends
-// whole exactly the missing chunks, and never as references. Until the
-// index's receipt comes back no chunk of its snapshot is sent: one in
-// flight ends the window of WithInFlight, and a failed index leaves its
-// chunks pending with it, for the next pass to send the index again. A
-// refusal of class unsupported — a receiver that no longer accepts
-// indexes — is answered at once with the plain manifest, and the chunks
-// are sent as without indexes; that snapshot is not indexed again.
+// whole exactly the missing chunks, and never as references.
+//
+// The chunks the receiver cannot hold from this outbox — no delivered
+// chunk entry of an earlier revision carries their digest (a
+// DeliveredTx finds none; over another Tx no chunk is taken for one) —
+// ride with the index: they are sent whole right after it, within the
+// window of WithInFlight, without waiting for its receipt, and each is
+// delivered by its own receipt, whatever the index's Missing says of it.
+// So a first snapshot, or the changed chunks of a cycle, cost no round
+// trip more than the index. No other chunk of the snapshot is sent until
+// the index's receipt comes back, and a failed index leaves them pending
+// with it, for the next pass to send the index again. A refusal of class
+// unsupported — a receiver that no longer accepts indexes — is answered
+// at once with the plain manifest, and the chunks are sent as without
+// indexes; that snapshot is not indexed again.
 type IndexGate interface {
 	Gate
 	ManifestIndexes() bool
@@ -119,15 +127,17 @@ func (p *Publisher) indexes() bool {
 // indexable returns, of the pending entries, the index entry of each
 // snapshot whose pending manifest is to be sent as its manifest index,
 // and pending with every pending entry of those snapshots, so that the
-// pass holds whole each snapshot it indexes. It reads in tx, the
-// transaction that read pending. A snapshot whose entries make no index
-// (IndexEntry's error) is sent as without indexes, and its manifest's
-// check (checkEntry) says why.
-func (p *Publisher) indexable(ctx context.Context, tx Tx, pending []Entry) (map[uuid.UUID]Entry, []Entry, error) {
+// pass holds whole each snapshot it indexes, and the chunks of those
+// snapshots that ride with their index (fresh). An indexed snapshot's
+// entries come manifest first, then its fresh chunks, then the others.
+// It reads in tx, the transaction that read pending. A snapshot whose
+// entries make no index (IndexEntry's error) is sent as without
+// indexes, and its manifest's check (checkEntry) says why.
+func (p *Publisher) indexable(ctx context.Context, tx Tx, pending []Entry) (map[uuid.UUID]Entry, []Entry, map[refKey]bool, error) {
 	if !p.indexes() {
-		return nil, pending, nil
+		return nil, pending, nil, nil
 	}
-	out := map[uuid.UUID]Entry{}
+	out, fresh := map[uuid.UUID]Entry{}, map[refKey]bool{}
 	var all []Entry
 	for i := 0; i < len(pending); i++ {
 		e := pending[i]
@@ -137,7 +147,7 @@ func (p *Publisher) indexable(ctx context.Context, tx Tx, pending []Entry) (map[
 		}
 		entries, err := tx.Entries(ctx, e.SnapshotID)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		x, err := IndexEntry(entries)
 		if err != nil {
@@ -146,17 +156,51 @@ func (p *Publisher) indexable(ctx context.Context, tx Tx, pending []Entry) (map[
 		}
 		out[e.SnapshotID] = x
 		// The snapshot's pending entries from the store, whole: the
-		// batch may have cut them.
+		// batch may have cut them; its fresh chunks first.
+		var rest []Entry
 		for _, en := range entries {
-			if en.State == Pending {
+			switch {
+			case en.State != Pending:
+			case en.ChunkIndex == sourcecatalog.NoIndex:
 				all = append(all, en)
+			default:
+				ok, err := p.isFresh(ctx, tx, en)
+				if err != nil {
+					return nil, nil, nil, err
+				}
+				if ok {
+					fresh[refKey{en.SnapshotID, en.ChunkIndex}] = true
+					all = append(all, en)
+				} else {
+					rest = append(rest, en)
+				}
 			}
 		}
+		all = append(all, rest...)
 		for i+1 < len(pending) && pending[i+1].SnapshotID == e.SnapshotID {
 			i++
 		}
 	}
-	return out, all, nil
+	return out, all, fresh, nil
+}
+
+// isFresh reports whether chunk entry e rides with its snapshot's index:
+// no delivered chunk entry of an earlier revision of the vessel carries
+// its payload_sha256, so the receiver holds no records of it from this
+// outbox (SPEC.md §7.5). Over a Tx that is no DeliveredTx none does.
+func (p *Publisher) isFresh(ctx context.Context, tx Tx, e Entry) (bool, error) {
+	dtx, ok := tx.(DeliveredTx)
+	if !ok || e.EntityType != sourcecatalog.ChunkEntityType {
+		return false, nil
+	}
+	_, err := dtx.DeliveredChunk(ctx, e.Digest, e.Revision)
+	switch {
+	case errors.Is(err, sourcecatalog.ErrNotFound):
+		return true, nil
+	case err != nil:
+		return false, err
+	}
+	return false, nil
 }
 
 // sendIndex sends x, the index of manifest entry e: on a refusal of
@@ -180,9 +224,10 @@ func (p *Publisher) sendIndex(ctx context.Context, e, x Entry, pass *Pass) (rc e
 
 // deliveredIndex marks e, the manifest entry sent as its index, delivered
 // by rc, the receipt of the index, with every pending chunk entry of its
-// snapshot that rc.Missing does not name, in one transaction, and counts
-// them in pass. It returns the indices delivered.
-func (p *Publisher) deliveredIndex(ctx context.Context, e Entry, rc envelope.Receipt, pass *Pass) (map[int]bool, error) {
+// snapshot that rc.Missing does not name and that is not riding (sent
+// with the index: its own receipt delivers it), in one transaction, and
+// counts them in pass. It returns the indices delivered.
+func (p *Publisher) deliveredIndex(ctx context.Context, e Entry, rc envelope.Receipt, riding map[int]bool, pass *Pass) (map[int]bool, error) {
 	var resolved map[int]bool
 	err := p.store.WithVessel(ctx, p.vessel, func(tx Tx) error {
 		resolved = map[int]bool{}
@@ -194,7 +239,7 @@ func (p *Publisher) deliveredIndex(ctx context.Context, e Entry, rc envelope.Rec
 			return err
 		}
 		for _, en := range entries {
-			if en.EntityType != sourcecatalog.ChunkEntityType || en.State != Pending || rc.Missing.Has(en.ChunkIndex) {
+			if en.EntityType != sourcecatalog.ChunkEntityType || en.State != Pending || rc.Missing.Has(en.ChunkIndex) || riding[en.ChunkIndex] {
 				continue
 			}
 			if err := tx.SetState(ctx, e.SnapshotID, en.ChunkIndex, Delivered); err != nil {

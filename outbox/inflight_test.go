@@ -52,15 +52,22 @@ func (r *rounds) release() int {
 
 func (r *rounds) waitingNow() int { r.mu.Lock(); defer r.mu.Unlock(); return r.waiting }
 
-// A pass of n entries with k in flight takes ceil(n/k) round trips, not
-// n: every round fills the window, and no more than k Sends are ever in
-// flight at once. Rounds are counted, not timed.
+// A pass with k in flight sends each snapshot of n entries in
+// ceil(n/k) round trips, not n: every round fills the window with the
+// snapshot's entries, no more than k Sends are ever in flight at once,
+// and a snapshot's entries start once the one before it is answered, so
+// that the snapshots complete in order. Rounds are counted, not timed.
 func TestPublishInFlightRounds(t *testing.T) {
 	for _, k := range []int{1, 2, 4, 5, 16} {
 		g := newDrainRig(t, 5)
-		n := 0
+		n, rounds := 0, 0
+		var windows []int // each round's Sends
 		for _, c := range g.cycles {
 			n += len(c.Entries)
+			rounds += (len(c.Entries) + k - 1) / k
+			for left := len(c.Entries); left > 0; left -= k {
+				windows = append(windows, min(k, left))
+			}
 		}
 		tr := newRounds()
 		type result struct {
@@ -74,15 +81,17 @@ func TestPublishInFlightRounds(t *testing.T) {
 		}()
 		trips, released := 0, 0
 		for released < n {
-			want := min(k, n-released)
+			want := windows[trips]
 			require.Eventually(t, func() bool { return tr.waitingNow() == want }, 5*time.Second, time.Millisecond, "k=%d round %d fills its window of %d", k, trips+1, want)
-			released += tr.release()
+			time.Sleep(5 * time.Millisecond) // room for a Send that should not start
+			require.Equal(t, want, tr.release(), "k=%d round %d: no other snapshot's entry with it", k, trips+1)
+			released += want
 			trips++
 		}
 		r := <-done
 		require.NoError(t, r.err)
 		assert.Equal(t, outbox.Pass{Sent: n, Delivered: n}, r.pass, "k=%d", k)
-		assert.Equal(t, (n+k-1)/k, trips, "k=%d: round trips for %d entries", k, n)
+		assert.Equal(t, rounds, trips, "k=%d: round trips for %d entries", k, n)
 		assert.LessOrEqual(t, tr.most, k, "k=%d: Sends in flight at once", k)
 	}
 }

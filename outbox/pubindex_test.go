@@ -29,15 +29,24 @@ type indexLink struct {
 	// lose holds the requests (from 1) whose answer is lost after the
 	// receiver took them.
 	lose map[int]bool
+	// loseIndexes loses the answer of every index after the receiver
+	// took it.
+	loseIndexes bool
+	// holdIndex, when positive, holds an index until the receiver took
+	// as many chunks of its snapshot (or a few seconds passed), which
+	// rode counts.
+	holdIndex int
 
 	mu        sync.Mutex
 	sent      []outbox.Entry
 	indexBusy map[uuid.UUID]bool // an index of the snapshot is in flight
 	overlap   int                // sends of a snapshot started while its index was in flight
+	taken     map[uuid.UUID]int  // chunks of the snapshot the receiver took
+	rode      int                // chunks the receiver took while an index was held
 }
 
 func newIndexLink(vessel uuid.UUID) *indexLink {
-	return &indexLink{recv: finalize.NewReceiver(finalmem.New()), origin: finalize.Origin{VesselID: vessel}, indexBusy: map[uuid.UUID]bool{}}
+	return &indexLink{recv: finalize.NewReceiver(finalmem.New()), origin: finalize.Origin{VesselID: vessel}, indexBusy: map[uuid.UUID]bool{}, taken: map[uuid.UUID]int{}}
 }
 
 func (l *indexLink) Send(ctx context.Context, e outbox.Entry) (envelope.Receipt, error) {
@@ -52,6 +61,9 @@ func (l *indexLink) Send(ctx context.Context, e outbox.Entry) (envelope.Receipt,
 		l.indexBusy[e.SnapshotID] = true
 	}
 	l.mu.Unlock()
+	if index && l.holdIndex > 0 {
+		l.hold(e.SnapshotID)
+	}
 	if index {
 		time.Sleep(10 * time.Millisecond) // room for a send that should wait to start
 		defer func() { l.mu.Lock(); l.indexBusy[e.SnapshotID] = false; l.mu.Unlock() }()
@@ -74,15 +86,36 @@ func (l *indexLink) Send(ctx context.Context, e outbox.Entry) (envelope.Receipt,
 	if err != nil {
 		return envelope.Receipt{}, err
 	}
+	if e.EntityType == sourcecatalog.ChunkEntityType {
+		l.mu.Lock()
+		l.taken[e.SnapshotID]++
+		l.mu.Unlock()
+	}
 	if rc.Complete {
 		if _, err := l.recv.Finalize(ctx, rc.VesselID, rc.SnapshotID); err != nil {
 			return envelope.Receipt{}, err
 		}
 	}
-	if l.lose[n] {
+	if l.lose[n] || (index && l.loseIndexes) {
 		return envelope.Receipt{}, sourcecatalog.Errorf(sourcecatalog.ErrStoreUnavailable, "the answer was lost")
 	}
 	return rc, nil
+}
+
+// hold waits until the receiver took holdIndex chunks of the snapshot,
+// or a few seconds passed, and counts them in rode.
+func (l *indexLink) hold(snapshot uuid.UUID) {
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		l.mu.Lock()
+		n := l.taken[snapshot]
+		l.mu.Unlock()
+		if n >= l.holdIndex {
+			break
+		}
+	}
+	l.mu.Lock()
+	l.rode += l.taken[snapshot]
+	l.mu.Unlock()
 }
 
 // since returns the entries sent from the k-th on.
@@ -286,20 +319,28 @@ func TestPublishManifestIndexLostReceipt(t *testing.T) {
 			g.requireActive(first)
 			c := g.commit(changed)
 			chunks := len(c.Entries) - 1
-			g.link.lose = map[int]bool{len(g.link.since(0)) + 1: true}
+			g.link.holdIndex = 1 // the changed chunk, when there is one, is lost with the index's answer
+			if changed < 0 {
+				g.link.holdIndex = 0
+			}
+			g.link.loseIndexes = true
 			pass, sent, err := g.publish(outbox.WithInFlight(4))
 			require.NoError(t, err)
-			require.Len(t, sent, 1, "the index alone")
-			require.Equal(t, outbox.Pass{Sent: 1, Failed: 1, Remaining: len(c.Entries), Failures: pass.Failures}, pass)
+			if changed >= 0 {
+				require.Len(t, sent, 2, "the index, and the changed chunk riding with it")
+				require.Equal(t, outbox.Pass{Sent: 2, Delivered: 1, Failed: 1, Remaining: len(c.Entries) - 1, Failures: pass.Failures}, pass)
+			} else {
+				require.Len(t, sent, 1, "the index alone")
+				require.Equal(t, outbox.Pass{Sent: 1, Failed: 1, Remaining: len(c.Entries), Failures: pass.Failures}, pass)
+			}
+			g.link.holdIndex, g.link.loseIndexes = 0, false
 			pass, sent, err = g.publish(outbox.WithInFlight(4))
 			require.NoError(t, err)
+			require.Len(t, sent, 1, "the index again, answered already_received with nothing missing")
 			require.Equal(t, sourcecatalog.ManifestIndexEntityType, sent[0].EntityType)
 			want := outbox.Pass{Sent: 1, Delivered: 1 + chunks, AlreadyReceived: 1, Indexed: chunks}
 			if changed >= 0 {
-				require.Len(t, sent, 2, "the index again, then the chunk it still misses")
-				want.Sent, want.Indexed = 2, chunks-1
-			} else {
-				require.Len(t, sent, 1)
+				want.Delivered, want.Indexed = chunks, chunks-1
 			}
 			require.Equal(t, want, pass)
 			g.requireActive(c)
@@ -307,25 +348,63 @@ func TestPublishManifestIndexLostReceipt(t *testing.T) {
 	}
 }
 
-// With several entries in flight the index goes first, alone for its
-// snapshot, and its missing chunks then go together.
+// With several entries in flight the index goes with the chunks riding
+// with it — those no delivered chunk carries (SPEC.md §7.5) —, and the
+// chunks its receipt names missing then go together.
 func TestPublishManifestIndexInFlight(t *testing.T) {
 	g := newIndexRig(t)
 	c := g.commit(-1)
 	pass, sent, err := g.publish(outbox.WithInFlight(4))
 	require.NoError(t, err)
 	require.Equal(t, outbox.Pass{Sent: len(c.Entries), Delivered: len(c.Entries)}, pass)
-	require.Equal(t, sourcecatalog.ManifestIndexEntityType, sent[0].EntityType)
-	require.Zero(t, g.link.overlap, "no chunk sent while the index was in flight")
+	require.Len(t, sent, len(c.Entries), "the index and every chunk, once")
 	g.requireActive(c)
-	// Two snapshots pending: the second's index waits for the first's.
+	// Two snapshots pending: the second's index waits for the first's,
+	// and only its changed chunk rides with it.
 	a, b := g.commit(-1), g.commit(7)
-	pass, sent, err = g.publish(outbox.WithInFlight(4))
+	overlap := g.link.overlap
+	pass, _, err = g.publish(outbox.WithInFlight(4))
 	require.NoError(t, err)
 	require.Equal(t, 3, pass.Sent, "two indexes and one chunk")
 	require.Equal(t, len(a.Entries)+len(b.Entries), pass.Delivered)
-	require.Zero(t, g.link.overlap)
+	require.LessOrEqual(t, g.link.overlap-overlap, 1, "the changed chunk alone, beside its own snapshot's index")
 	g.requireActive(b)
+}
+
+// The chunks no delivered chunk entry carries ride with their index,
+// sent before its receipt; when the receiver took them first, the index's
+// receipt does not deliver them again: each entry is delivered once
+// (SPEC.md §7.5).
+func TestPublishManifestIndexFreshChunksRide(t *testing.T) {
+	g := newIndexRig(t)
+	first := g.commit(-1)
+	chunks := len(first.Entries) - 1
+	require.Greater(t, chunks, 3, "fixture: more chunks than ride")
+	g.link.holdIndex = 3 // four in flight: the index and three chunks
+	pass, sent, err := g.publish(outbox.WithInFlight(4))
+	require.NoError(t, err)
+	require.Equal(t, 3, g.link.rode, "three chunks taken while the index was held")
+	require.Equal(t, outbox.Pass{Sent: 1 + chunks, Delivered: 1 + chunks}, pass, "each delivered once, by its own receipt")
+	require.Len(t, sent, 1+chunks)
+	g.requireActive(first)
+
+	g.link.rode = 0
+	g.link.holdIndex = 1
+	changed := g.commit(100)
+	pass, sent, err = g.publish(outbox.WithInFlight(4))
+	require.NoError(t, err)
+	require.Equal(t, 1, g.link.rode, "the changed chunk rode with the index")
+	require.Len(t, sent, 2, "the index and the changed chunk: the others were delivered before")
+	require.Equal(t, outbox.Pass{Sent: 2, Delivered: 1 + chunks, Indexed: chunks - 1}, pass)
+	g.requireActive(changed)
+
+	g.link.holdIndex = 0
+	identical := g.commit(100)
+	pass, sent, err = g.publish(outbox.WithInFlight(4))
+	require.NoError(t, err)
+	require.Len(t, sent, 1, "nothing rides with the index of an identical cycle")
+	require.Equal(t, outbox.Pass{Sent: 1, Delivered: 1 + chunks, Indexed: chunks}, pass)
+	g.requireActive(identical)
 }
 
 // The chunks an index's receipt names missing are sent whole, never as

@@ -160,10 +160,14 @@ func WithBatch(n int) PublisherOption { return func(p *Publisher) { p.batch = ma
 // Transport, which must then be safe for concurrent use (as
 // httpbinding.Client is; over HTTP/2 its requests share one connection).
 // Over a link of long round trips, n = 4 sends a 16-entry cycle in 4 round
-// trips rather than 16, and matches the receiver's default limit per
+// trips rather than 16; n = 14 matches the receiver's default limit per
 // vessel (SPEC.md §11.5, httpbinding.DefaultMaxInFlight): keep n at most
 // the receiver's limit, or the sends beyond it are answered 429 and stay
-// pending.
+// pending. The window holds one snapshot at a time: a snapshot's entries
+// start once every entry before them is answered, so that the snapshots
+// complete in the order of their revisions, as sent one at a time — a
+// newer one completing first would have the receiver supersede the
+// older (SPEC.md §8.4).
 //
 // The outcomes are taken in the order of the entries, whatever order
 // they come back in, by the goroutine that called Publish, which alone
@@ -316,14 +320,14 @@ func (p *Publisher) open(ctx context.Context) (string, error) {
 // flight when it stops.
 func (p *Publisher) publish(ctx context.Context) (Pass, error) {
 	var pending []Entry
-	var refs map[refKey]bool
+	var refs, fresh map[refKey]bool
 	var indexes map[uuid.UUID]Entry
 	err := p.store.WithVessel(ctx, p.vessel, func(tx Tx) error {
 		var err error
 		if pending, err = tx.Pending(ctx, p.batch); err != nil {
 			return err
 		}
-		if indexes, pending, err = p.indexable(ctx, tx, pending); err != nil {
+		if indexes, pending, fresh, err = p.indexable(ctx, tx, pending); err != nil {
 			return err
 		}
 		refs, err = p.referable(ctx, tx, pending)
@@ -340,15 +344,24 @@ func (p *Publisher) publish(ctx context.Context) (Pass, error) {
 	}
 	outcomes := make([]chan outcome, len(pending))
 	started := 0
+	waiting := -1        // the last index started
 	var unsendable error // why pending[started] cannot be sent
-	// start starts the sends of pending up to upto, but none past an
-	// index whose outcome, pending[taken] or later, is not taken yet.
+	// start starts the sends of pending up to upto, but past an index
+	// whose outcome, pending[taken] or later, is not taken yet only the
+	// fresh chunks of its snapshot, which ride with it; and a snapshot's
+	// first entry only once every earlier entry's outcome is taken, so
+	// that snapshots complete in the order of their revisions, as sent
+	// one at a time (SPEC.md §11.6): a newer one completing first would
+	// have the receiver supersede the older.
 	start := func(taken, upto int) {
 		for ; unsendable == nil && started < min(upto, len(pending)); started++ {
-			if started > taken && isIndex(started-1) {
+			e := pending[started]
+			if started > taken && e.SnapshotID != pending[started-1].SnapshotID {
 				return
 			}
-			e := pending[started]
+			if waiting >= taken && (e.SnapshotID != pending[waiting].SnapshotID || !fresh[refKey{e.SnapshotID, e.ChunkIndex}]) {
+				return
+			}
 			c, err := checkEntry(e)
 			if err != nil {
 				unsendable = err
@@ -357,6 +370,7 @@ func (p *Publisher) publish(ctx context.Context) (Pass, error) {
 			ch := make(chan outcome, 1)
 			outcomes[started] = ch
 			if isIndex(started) {
+				waiting = started
 				x := indexes[e.SnapshotID]
 				go func() {
 					o := outcome{index: &x}
@@ -398,17 +412,26 @@ func (p *Publisher) publish(ctx context.Context) (Pass, error) {
 		pass.Bytes.add(o.counts.Bytes)
 		pass.Referenced += o.counts.Referenced
 		pass.SentWhole += o.counts.SentWhole
+		// Past an index, only the chunks riding with it were started.
+		var riding map[int]bool
+		if o.index != nil {
+			riding = map[int]bool{}
+			for _, e := range pending[i+1 : started] {
+				riding[e.ChunkIndex] = true
+			}
+		}
 		if st.err != nil {
-			p.takeInFlight(ctx, pending[i], o, &pass, &st)
+			p.takeInFlight(ctx, pending[i], o, riding, &pass, &st)
 			continue
 		}
-		resolved := p.take(ctx, pending[i], o, &pass, &st)
+		resolved := p.take(ctx, pending[i], o, riding, &pass, &st)
 		if st.err == nil && o.index != nil {
-			// Nothing past the index was started: keep of its
-			// snapshot's chunks those still to send — the missing ones
-			// after its receipt, whole; none after a failure.
-			rest := pending[:i+1]
-			for _, e := range pending[i+1:] {
+			// Past the index only its riding chunks were started: keep
+			// them, and of its snapshot's other chunks those still to
+			// send — the missing ones after its receipt, whole; none
+			// after a failure.
+			rest := pending[:started]
+			for _, e := range pending[started:] {
 				if e.SnapshotID == pending[i].SnapshotID {
 					if resolved == nil || resolved[e.ChunkIndex] {
 						continue
@@ -444,8 +467,9 @@ type stopping struct {
 // take records the outcome of e, sent while the pass goes on, in pass and
 // the store, and sets st when the pass stops at e. For a manifest sent as
 // its index (o.index) it returns the chunk indices the index's receipt
-// delivered, or nil when the index was not delivered.
-func (p *Publisher) take(ctx context.Context, e Entry, o outcome, pass *Pass, st *stopping) map[int]bool {
+// delivered — not those riding with it, delivered by their own receipts —,
+// or nil when the index was not delivered.
+func (p *Publisher) take(ctx context.Context, e Entry, o outcome, riding map[int]bool, pass *Pass, st *stopping) map[int]bool {
 	err := o.err
 	want := e
 	if o.index != nil {
@@ -474,7 +498,7 @@ func (p *Publisher) take(ctx context.Context, e Entry, o outcome, pass *Pass, st
 		pass.Failures = append(pass.Failures, failure(e, err))
 		st.err = err
 	case o.index != nil:
-		resolved, err := p.deliveredIndex(ctx, e, o.rc, pass)
+		resolved, err := p.deliveredIndex(ctx, e, o.rc, riding, pass)
 		if err != nil {
 			st.err, st.noRecord = classed(err), true
 		}
@@ -490,8 +514,8 @@ func (p *Publisher) take(ctx context.Context, e Entry, o outcome, pass *Pass, st
 // takeInFlight records the outcome of e, in flight when the pass stopped:
 // a receipt is recorded unless the store or the context failed, or e's
 // snapshot was stopped; a failure, or a receipt for another entry, is
-// counted and listed, and stops nothing more.
-func (p *Publisher) takeInFlight(ctx context.Context, e Entry, o outcome, pass *Pass, st *stopping) {
+// counted and listed, and stops nothing more. riding is take's.
+func (p *Publisher) takeInFlight(ctx context.Context, e Entry, o outcome, riding map[int]bool, pass *Pass, st *stopping) {
 	want := e
 	if o.index != nil {
 		want = *o.index
@@ -506,7 +530,7 @@ func (p *Publisher) takeInFlight(ctx context.Context, e Entry, o outcome, pass *
 		pass.Failed++
 		pass.Failures = append(pass.Failures, failure(e, err))
 	case o.index != nil:
-		if _, err := p.deliveredIndex(ctx, e, o.rc, pass); err != nil {
+		if _, err := p.deliveredIndex(ctx, e, o.rc, riding, pass); err != nil {
 			st.noRecord = true
 		}
 	default:

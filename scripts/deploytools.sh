@@ -2,7 +2,9 @@
 # The programs the tests of package deploy run (deploy/*_test.go):
 # promtool, from Debian's prometheus package, checks and unit-tests the
 # alert rules and parses the dashboard's queries; nginx runs the ingress
-# recipe in front of serve.
+# recipe in front of serve; systemd-analyze, from Debian's systemd
+# package, verifies the agent's unit and rates its hardening (it reads
+# unit files only: no running systemd is needed).
 #
 # Sourced by scripts/test.sh for its function, or run directly:
 #
@@ -20,6 +22,7 @@ dt_log() { printf 'deploytools: %s\n' "$*" >&2; }
 dt_missing() {
   command -v promtool >/dev/null 2>&1 || echo prometheus
   command -v nginx >/dev/null 2>&1 || [[ -x /usr/sbin/nginx ]] || echo nginx
+  command -v systemd-analyze >/dev/null 2>&1 || echo systemd
 }
 
 # dt_install installs the packages of the missing programs from apt, if

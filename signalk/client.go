@@ -29,6 +29,14 @@ const (
 	// tree fills over tens of seconds as devices report, and NMEA 2000
 	// device identity comes later still.
 	DefaultSettle = 2 * time.Minute
+	// DefaultMaxAge is the age bound of a value (SPEC.md §12.4): 5
+	// minutes, the longest data timeout signalk-server's own staleness
+	// enforcer derives for a periodic path (its AUTO_MAX_TIMEOUT_MS; its
+	// fixed default is 60 s). A source silent for longer is not one a
+	// periodic path is waiting for, while a slow source that writes a
+	// configuration string once a minute or two does not flap out of the
+	// picture between scans.
+	DefaultMaxAge = 5 * time.Minute
 )
 
 // Smaller bounds of the small documents a scan reads.
@@ -48,6 +56,7 @@ type Client struct {
 	maxBytes int64
 	timeout  time.Duration
 	settle   time.Duration
+	maxAge   time.Duration
 	sel      Selection
 	now      func() time.Time
 
@@ -81,6 +90,12 @@ func WithTimeout(d time.Duration) Option { return func(c *Client) { c.timeout = 
 // tests, not boats.
 func WithSettle(d time.Duration) Option { return func(c *Client) { c.settle = d } }
 
+// WithMaxAge sets the age bound of a value (default DefaultMaxAge): a
+// value whose timestamp is older than d before the server's time, as its
+// hello after the model states it, is not live (SPEC.md §12.4). 0 turns
+// the bound off, leaving only null values not live.
+func WithMaxAge(d time.Duration) Option { return func(c *Client) { c.maxAge = d } }
+
 // WithSelection sets how the source of a path fed by several live sources
 // is chosen (default SelectLowestRef).
 func WithSelection(s Selection) Option { return func(c *Client) { c.sel = s } }
@@ -100,7 +115,7 @@ func New(server string, opts ...Option) (*Client, error) {
 	}
 	c := &Client{
 		server: u, http: &http.Client{}, maxBytes: DefaultMaxBytes,
-		timeout: DefaultTimeout, settle: DefaultSettle, now: time.Now,
+		timeout: DefaultTimeout, settle: DefaultSettle, maxAge: DefaultMaxAge, now: time.Now,
 	}
 	for _, o := range opts {
 		o(c)
@@ -114,6 +129,8 @@ func New(server string, opts ...Option) (*Client, error) {
 		return nil, sourcecatalog.Errorf(sourcecatalog.ErrInvalidValue, "signalk: timeout must be positive")
 	case c.settle < 0:
 		return nil, sourcecatalog.Errorf(sourcecatalog.ErrInvalidValue, "signalk: settle time must not be negative")
+	case c.maxAge < 0:
+		return nil, sourcecatalog.Errorf(sourcecatalog.ErrInvalidValue, "signalk: maximum age must not be negative")
 	case c.sel > SelectServer:
 		return nil, sourcecatalog.Errorf(sourcecatalog.ErrInvalidValue, "signalk: unknown selection")
 	}
@@ -125,14 +142,16 @@ func New(server string, opts ...Option) (*Client, error) {
 
 // Discover reads one discovery cycle and returns the records of what the
 // vessel currently selects, in canonical order, as Map makes them from
-// the server's full model (SPEC.md §12).
+// the server's full model under the Client's age bound, measured from
+// the timestamp of the hello read after the model (SPEC.md §12, §12.4).
 //
 // A scan reads the server's start id from its WebSocket hello, the full
 // model in one response, and the start id again. It is an incomplete scan
 // — a *ScanError, class sourcecatalog.ErrIncompleteScan, nothing to
 // commit — when any request fails or answers other than 2xx, a body is
 // cut short or over its bound, the scan's time bound passes, an answer is
-// not what the v1 API defines, the server started less than the settle
+// not what the v1 API defines (a hello after the model without a
+// timestamp, with the age bound on, included), the server started less than the settle
 // time before the scan as this Client has seen it (ReasonSettling) or
 // restarted during it (ReasonRestarted), both with RetryAfter set, or Map
 // refuses the model. Map's other errors are returned as they are.
@@ -162,7 +181,11 @@ func (c *Client) Discover(ctx context.Context) ([]*catalog.Record, error) {
 		c.settled(after) // start the settle time of the new start
 		return nil, &ScanError{Reason: ReasonRestarted, Where: truncate(stream), Detail: "the server restarted during the scan", Retry: c.settle}
 	}
-	records, self, err := mapModel(model, c.sel)
+	age := AgeBound{Now: after.Timestamp, MaxAge: c.maxAge}
+	if age.MaxAge > 0 && age.Now.IsZero() {
+		return nil, scanErr(ReasonModel, truncate(stream), "the hello carries no timestamp, so the age of values cannot be told", nil)
+	}
+	records, self, err := mapModel(model, c.sel, age)
 	if err != nil {
 		return nil, err
 	}
@@ -224,6 +247,7 @@ func (c *Client) endpoints(ctx context.Context) (api, stream string, err error) 
 type hello struct {
 	ServerStartID string
 	Self          string
+	Timestamp     time.Time // zero when the hello has no RFC 3339 timestamp
 }
 
 // hello opens the stream without subscribing, reads its hello and closes
@@ -265,6 +289,9 @@ func (c *Client) hello(ctx context.Context, stream string) (hello, error) {
 	}
 	if self := member(&v, "self"); self != nil && self.Kind() == canonical.KindString {
 		h.Self = self.Str()
+	}
+	if ts := member(&v, "timestamp"); ts != nil && ts.Kind() == canonical.KindString {
+		h.Timestamp, _ = time.Parse(time.RFC3339Nano, ts.Str()) // zero when it is not one
 	}
 	if h.ServerStartID == "" {
 		return hello{}, scanErr(ReasonModel, stream, "the hello carries no serverStartId, so restarts cannot be seen", nil)

@@ -16,6 +16,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/stretchr/testify/require"
 	"github.com/yachtmemory/sourcecatalog"
+	"github.com/yachtmemory/sourcecatalog/catalog"
 )
 
 // A fakeServer answers as a Signal K server does: the discovery document,
@@ -386,4 +387,45 @@ func requireScanError(t *testing.T, err error, reason Reason) {
 	require.ErrorAs(t, err, &se)
 	require.Equal(t, reason, se.Reason, "%v", err)
 	require.Equal(t, sourcecatalog.ErrIncompleteScan, sourcecatalog.Class(err), "exactly one class: %v", err)
+}
+
+// TestDiscoverAgeBound: Discover measures ages from the timestamp of the
+// server's hello after the model, with DefaultMaxAge unless set; a hello
+// without one fails the scan while the bound is on.
+func TestDiscoverAgeBound(t *testing.T) {
+	f := newFakeServer(t, false) // the hello says 2026-12-01T21:00:00.000Z
+	f.model = model(`{"fresh":`+strings.Replace(leaf("1", "n2k.160", ""), "21:00:00.000Z", "20:55:00.000Z", 1)+
+		`,"stale":`+strings.Replace(leaf(`"GPS"`, "n2k.115", ""), "21:00:00.000Z", "20:54:59.999Z", 1)+`}`, twoBuses)
+	paths := func(rs []*catalog.Record) (ps []string) {
+		for _, r := range rs {
+			if p, ok := r.AsPath(); ok {
+				ps = append(ps, p.Path)
+			}
+		}
+		return ps
+	}
+	rs, err := newClient(t, f).Discover(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, []string{"fresh"}, paths(rs), "DefaultMaxAge before the hello's time")
+	rs, err = newClient(t, f, WithMaxAge(0)).Discover(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, []string{"fresh", "stale"}, paths(rs), "no bound")
+	rs, err = newClient(t, f, WithMaxAge(time.Hour)).Discover(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, []string{"fresh", "stale"}, paths(rs))
+
+	f.set(func(f *fakeServer) {
+		f.rawHello = func() (websocket.MessageType, []byte) {
+			return websocket.MessageText, []byte(`{"self":"` + f.self + `","serverStartId":"s","timestamp":"yesterday"}`)
+		}
+	})
+	_, err = newClient(t, f).Discover(t.Context())
+	var se *ScanError
+	require.ErrorAs(t, err, &se)
+	require.Equal(t, ReasonModel, se.Reason, "%v", err)
+	_, err = newClient(t, f, WithMaxAge(0)).Discover(t.Context())
+	require.NoError(t, err, "without a bound the hello's time is not needed")
+
+	_, err = New(f.URL, WithMaxAge(-time.Second))
+	require.ErrorIs(t, err, sourcecatalog.ErrInvalidValue)
 }

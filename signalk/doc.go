@@ -15,7 +15,9 @@
 //
 // Every value object of the self vessel — an object with a value member —
 // whose source is live becomes a path record and an observation; a source
-// is live while its value is not null. Its meta becomes the path's meta,
+// is live while its value is not null and, under an age bound (AgeBound,
+// on by default in a Client), no older than the bound before the server's
+// time, whatever its type, so that a device that fell silent leaves. Its meta becomes the path's meta,
 // without units, which becomes the record's unit, and displayUnits, a
 // per-user rendering. A path without units has no unit (null) when its
 // value is a string or a boolean, and an unknown unit otherwise. The
@@ -37,6 +39,14 @@
 // member of the wrong type, a self that names no vessel, an observation
 // whose source the tree does not list, a server that started within the
 // settle time or restarted during the scan.
+//
+// # Watching
+//
+// Client.Watch follows the server's delta stream and wakes its caller when
+// a scan is worth doing before the next one due — a path or source the
+// stream had not delivered, a value written null, a source silent for the
+// age bound — debounced (SPEC.md §12.7). It is a trigger only: Discover's
+// full model stays the picture to commit.
 //
 // # Security considerations
 //

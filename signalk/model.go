@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/yachtmemory/sourcecatalog"
@@ -70,7 +71,8 @@ var droppedN2K = []string{"pgns", "src", "unknownPGNs"}
 
 // Map returns the records of what the vessel named by a Signal K v1 full
 // model's self currently selects, in canonical order (SPEC.md §12). model
-// is the body of GET /signalk/v1/api/.
+// is the body of GET /signalk/v1/api/. Map applies no age bound: see
+// MapWithin.
 //
 // Every value object of the self vessel with a live source — one whose
 // value is not null — becomes a path record and an observation; every
@@ -87,12 +89,57 @@ var droppedN2K = []string{"pgns", "src", "unknownPGNs"}
 // sourcecatalog.ErrLimitExceeded. Map costs time and memory linear in
 // len(model); it never returns a partial list.
 func Map(model []byte, sel Selection) ([]*catalog.Record, error) {
-	records, _, err := mapModel(model, sel)
+	records, _, err := mapModel(model, sel, AgeBound{})
 	return records, err
 }
 
+// An AgeBound makes a value that no source has refreshed for longer than
+// MaxAge before Now not live, whatever its type (SPEC.md §12.4): a device
+// that fell silent leaves the selection although the server keeps its
+// last string or boolean, which signalk-server's data timeouts never
+// null. A zero MaxAge is no bound.
+type AgeBound struct {
+	// Now is the reference time the ages are measured from. A Client
+	// takes the timestamp of the server's hello read after the model: the
+	// server's own clock, which stamped the values.
+	Now time.Time
+	// MaxAge is the age past which a value is not live.
+	MaxAge time.Duration
+}
+
+// MapWithin is Map with an age bound: a candidate whose timestamp is
+// older than age.MaxAge before age.Now is not live, except on the paths
+// signalk-server writes only when they change (eventPaths). With a bound,
+// a live candidate without a timestamp as SPEC.md §12.4 defines it is a
+// *ScanError (ReasonModel).
+func MapWithin(model []byte, sel Selection, age AgeBound) ([]*catalog.Record, error) {
+	if age.MaxAge < 0 {
+		return nil, sourcecatalog.Errorf(sourcecatalog.ErrInvalidValue, "signalk: a negative maximum age")
+	}
+	records, _, err := mapModel(model, sel, age)
+	return records, err
+}
+
+// eventPaths are the paths, with the paths under them, that
+// signalk-server's update contracts (src/defaults/updateContracts.json)
+// declare event-driven — written when they change, not periodically — and
+// that its staleness enforcer therefore never times out: a value's age
+// there says nothing about whether its source is silent (SPEC.md §12.4).
+var eventPaths = []string{"communication", "design", "flag", "mmsi", "name", "navigation.anchor",
+	"navigation.course", "navigation.home", "notifications", "port", "registrations", "url", "uuid"}
+
+// eventDriven reports whether path is one of eventPaths or under one.
+func eventDriven(path []byte) bool {
+	for _, p := range eventPaths {
+		if len(path) >= len(p) && string(path[:len(p)]) == p && (len(path) == len(p) || path[len(p)] == '.') {
+			return true
+		}
+	}
+	return false
+}
+
 // mapModel is Map, also returning the key of the self vessel.
-func mapModel(model []byte, sel Selection) ([]*catalog.Record, string, error) {
+func mapModel(model []byte, sel Selection, age AgeBound) ([]*catalog.Record, string, error) {
 	root, err := canonical.Parse(model)
 	if err != nil {
 		return nil, "", scanErr(ReasonJSON, "", "the model is not strict JSON", flatten(err))
@@ -104,12 +151,12 @@ func mapModel(model []byte, sel Selection) ([]*catalog.Record, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	records, err := mapVessel(&root, vessel, sel)
+	records, err := mapVessel(&root, vessel, sel, age)
 	return records, key, err
 }
 
-func mapVessel(root, vessel *canonical.Value, sel Selection) ([]*catalog.Record, error) {
-	m := &mapper{sel: sel, selected: map[string]bool{}}
+func mapVessel(root, vessel *canonical.Value, sel Selection, age AgeBound) ([]*catalog.Record, error) {
+	m := &mapper{sel: sel, age: age, selected: map[string]bool{}}
 	if s := member(root, "sources"); s != nil {
 		if s.Kind() != canonical.KindObject {
 			return nil, scanErr(ReasonModel, "sources", "is not an object", nil)
@@ -165,6 +212,7 @@ func vesselKey(self string) string {
 
 type mapper struct {
 	sel      Selection
+	age      AgeBound
 	sources  *canonical.Value // the sources tree, or nil when the model has none
 	records  []*catalog.Record
 	selected map[string]bool // source refs named by an observation
@@ -209,10 +257,12 @@ func (m *mapper) walk(node *canonical.Value, top bool) error {
 	return nil
 }
 
-// A candidate is one source's current value of a path.
+// A candidate is one source's current value of a path, with the object
+// holding its timestamp.
 type candidate struct {
-	ref   string
-	value *canonical.Value
+	ref    string
+	value  *canonical.Value
+	holder *canonical.Value
 }
 
 // leaf maps the value object node at path, whose member value is value,
@@ -224,7 +274,7 @@ func (m *mapper) leaf(node, value *canonical.Value, pathBytes []byte) error {
 	if src == nil || src.Kind() != canonical.KindString || src.Str() == "" {
 		return scanErr(ReasonModel, where, "the value has no $source", nil)
 	}
-	cands := []candidate{{src.Str(), value}}
+	cands := []candidate{{src.Str(), value, node}}
 	if values := member(node, "values"); values != nil {
 		if values.Kind() != canonical.KindObject {
 			return scanErr(ReasonModel, where, "values is not an object", nil)
@@ -238,16 +288,16 @@ func (m *mapper) leaf(node, value *canonical.Value, pathBytes []byte) error {
 			if e.Name == "" { // as $source, a non-empty string (SPEC.md §12.4)
 				return scanErr(ReasonModel, where, "an entry of values has no source ref", nil)
 			}
-			cands = append(cands, candidate{e.Name, member(&e.Value, "value")})
+			cands = append(cands, candidate{e.Name, member(&e.Value, "value"), &e.Value})
 			inValues = inValues || e.Name == src.Str()
 		}
 		if !inValues {
-			cands = append(cands, candidate{src.Str(), value})
+			cands = append(cands, candidate{src.Str(), value, node})
 		}
 	}
-	chosen, ok := m.choose(cands, src.Str())
-	if !ok {
-		return nil
+	chosen, ok, err := m.choose(cands, src.Str(), pathBytes)
+	if err != nil || !ok {
+		return err
 	}
 	path := string(pathBytes)
 	vt := valueType(chosen.value)
@@ -290,22 +340,50 @@ func (m *mapper) leaf(node, value *canonical.Value, pathBytes []byte) error {
 // choose returns the candidate sel picks among the live ones, or false
 // when none is live: a path whose every source's value is null — Signal K's
 // "no current value", which servers also write when a source times out —
-// is not currently observed.
-func (m *mapper) choose(cands []candidate, server string) (candidate, bool) {
-	var best candidate
-	found := false
-	for _, c := range cands {
+// or, under an age bound, older than the bound is not currently observed.
+func (m *mapper) choose(cands []candidate, server string, path []byte) (candidate, bool, error) {
+	var best, picked candidate
+	found, serverLive := false, false
+	aged := m.age.MaxAge > 0 && !eventDriven(path)
+	for _, c := range cands { // every candidate's timestamp is read, even past the server's pick
 		if c.value.Kind() == canonical.KindNull {
 			continue
 		}
+		if aged {
+			stale, err := m.stale(c, path)
+			if err != nil {
+				return candidate{}, false, err
+			}
+			if stale {
+				continue
+			}
+		}
 		if m.sel == SelectServer && c.ref == server {
-			return c, true
+			picked, serverLive = c, true
 		}
 		if !found || c.ref < best.ref {
 			best, found = c, true
 		}
 	}
-	return best, found
+	if serverLive {
+		return picked, true, nil
+	}
+	return best, found, nil
+}
+
+// stale reports whether c's timestamp is older than the age bound allows.
+// A timestamp must be a string of an RFC 3339 date-time with its offset,
+// as signalk-server writes "2026-12-01T21:00:00.000Z" (SPEC.md §12.4).
+func (m *mapper) stale(c candidate, path []byte) (bool, error) {
+	ts := member(c.holder, "timestamp")
+	if ts == nil || ts.Kind() != canonical.KindString {
+		return false, scanErr(ReasonModel, truncateBytes(path), "the value of "+truncate(c.ref)+" has no timestamp, so its age cannot be told", nil)
+	}
+	t, err := time.Parse(time.RFC3339Nano, ts.Str())
+	if err != nil {
+		return false, scanErr(ReasonModel, truncateBytes(path), "the timestamp of "+truncate(c.ref)+" is not an RFC 3339 date-time: "+strconv.Quote(truncate(ts.Str())), nil)
+	}
+	return m.age.Now.Sub(t) > m.age.MaxAge, nil
 }
 
 // valueType detects the type of a value by catalog's rules, reading an

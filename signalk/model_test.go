@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/yachtmemory/sourcecatalog"
@@ -284,4 +285,70 @@ func TestScanErrorText(t *testing.T) {
 	long := strings.Repeat("é", 300)
 	require.LessOrEqual(t, len(truncate(long)), 203)
 	require.True(t, strings.HasSuffix(truncate(long), "…"))
+}
+
+// TestMapWithinAgeBound: under an age bound a value older than the bound
+// is not live whatever its type, each candidate by its own timestamp,
+// except on event-driven paths; a live value needs an RFC 3339 timestamp.
+func TestMapWithinAgeBound(t *testing.T) {
+	ref := time.Date(2026, 12, 1, 21, 5, 0, 0, time.UTC)
+	age := AgeBound{Now: ref, MaxAge: 5 * time.Minute}
+	stamped := func(value, source, clock, extra string) string {
+		return strings.Replace(leaf(value, source, extra), "21:00:00.000Z", clock+".000Z", 1)
+	}
+	observed := func(rs []*catalog.Record) map[string]string {
+		got := map[string]string{}
+		for _, r := range rs {
+			if o, ok := r.AsObservation(); ok {
+				got[o.Path] = o.SourceRef
+			}
+		}
+		return got
+	}
+	m := model(`{"design":{"length":`+stamped(`{"overall":11.3}`, "defaults", "20:00:00", "")+`},`+
+		`"gnss":{"type":`+stamped(`"GPS"`, "n2k.115", "20:59:59", "")+`,"fixed":`+stamped("true", "n2k.115", "20:59:59", "")+`},`+
+		`"depth":`+stamped("4.2", "n2k.160", "21:00:00", "")+`,`+
+		`"sog":`+stamped("3.6", "n2k.160", "21:04:00", `"values":{"n2k.160":{"value":3.6,"timestamp":"2026-12-01T21:04:00.000Z"},"0183.GP":{"value":3.5,"timestamp":"2026-12-01T20:59:00.000Z"}}`)+`}`, twoBuses)
+	rs, err := MapWithin([]byte(m), SelectLowestRef, age)
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"design.length": "defaults", "depth": "n2k.160", "sog": "n2k.160"}, observed(rs),
+		"the silent n2k.115's string and boolean and the stale 0183.GP leave; design is event-driven; at the bound is live")
+
+	rs, err = Map([]byte(m), SelectLowestRef)
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"design.length": "defaults", "gnss.type": "n2k.115", "gnss.fixed": "n2k.115", "depth": "n2k.160", "sog": "0183.GP"}, observed(rs),
+		"without a bound every value that is not null is live")
+
+	// The server rule reads every candidate's timestamp, also those after
+	// $source (n2k.99 sorts after n2k.160).
+	for name, tt := range map[string]struct {
+		leaf string
+		sel  Selection
+	}{
+		"no timestamp":             {`{"value":1,"$source":"n2k.160"}`, SelectLowestRef},
+		"a timestamp not a string": {`{"value":1,"$source":"n2k.160","timestamp":1}`, SelectLowestRef},
+		"not RFC 3339":             {`{"value":1,"$source":"n2k.160","timestamp":"2026-12-01 21:00:00"}`, SelectLowestRef},
+		"an entry without one":     {stamped("1", "n2k.160", "21:04:00", `"values":{"n2k.160":{"value":1,"timestamp":"2026-12-01T21:04:00.000Z"},"n2k.99":{"value":2}}`), SelectServer},
+	} {
+		t.Run(name, func(t *testing.T) {
+			rs, err := MapWithin([]byte(model(`{"p":`+tt.leaf+`}`, twoBuses)), tt.sel, age)
+			require.Nil(t, rs)
+			var se *ScanError
+			require.ErrorAs(t, err, &se)
+			require.Equal(t, ReasonModel, se.Reason, "%v", err)
+			require.Equal(t, "p", se.Where)
+			_, err = MapWithin([]byte(model(`{"p":`+tt.leaf+`}`, twoBuses)), tt.sel, AgeBound{})
+			require.NoError(t, err, "without a bound the timestamp is not read")
+		})
+	}
+	_, err = MapWithin([]byte(m), SelectLowestRef, AgeBound{Now: ref, MaxAge: -1})
+	require.ErrorIs(t, err, sourcecatalog.ErrInvalidValue)
+}
+
+// TestEventDriven: the event-driven prefixes match whole path segments.
+func TestEventDriven(t *testing.T) {
+	for path, want := range map[string]bool{"design": true, "design.length": true, "designer": false,
+		"navigation.course.nextPoint": true, "navigation.courseOverGroundTrue": false, "notifications.mob": true, "environment.depth": false} {
+		require.Equal(t, want, eventDriven([]byte(path)), path)
+	}
 }

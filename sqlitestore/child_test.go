@@ -28,7 +28,9 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	removeShmRoot()
+	os.Exit(code)
 }
 
 // child runs a role, printing lines the parent reads:

@@ -44,17 +44,41 @@ func (t *tx) ChunkByPayload(ctx context.Context, digest canonical.Digest) (final
 	return c, nil
 }
 
-// DeliveredChunk implements outbox.DeliveredTx over the outbox_digest
-// index (schema version 4).
+// DeliveredChunk implements outbox.DeliveredTx. A chunk entry stored
+// whole is found through the outbox_digest index (schema version 4, since
+// version 5 of such entries only); one that shares its records through
+// the body of that digest, among the entries naming the body, from the
+// body's first_revision down in outbox_pending's order. Of the two, the
+// higher revision answers.
 func (t *outboxTx) DeliveredChunk(ctx context.Context, digest canonical.Digest, before int64) (outbox.Entry, error) {
-	out, err := t.entries(ctx, "read delivered outbox entry",
-		`WHERE vessel_id = ? AND digest = ? AND revision < ? AND chunk_index >= 0 AND state = ? ORDER BY revision DESC LIMIT 1`,
-		t.vessel, digest[:], before, string(outbox.Delivered))
-	switch {
-	case err != nil:
+	whole, err := t.entries(ctx, "read delivered outbox entry",
+		`WHERE o.vessel_id = ? AND o.digest = ? AND o.revision < ? AND o.chunk_index >= 0 AND o.body_id IS NULL
+			AND o.state = 'delivered' ORDER BY o.revision DESC LIMIT 1`,
+		t.vessel, digest[:], before)
+	if err != nil {
 		return outbox.Entry{}, err
-	case len(out) == 0:
-		return outbox.Entry{}, sourcecatalog.ErrNotFound
 	}
-	return out[0], nil
+	var id, first int64
+	found, err := t.queryRow(ctx, "read outbox body", `SELECT id, first_revision FROM outbox_bodies WHERE vessel_id = ? AND digest = ?`,
+		[]any{t.vessel, digest[:]}, &id, &first)
+	if err != nil {
+		return outbox.Entry{}, err
+	}
+	var shared []outbox.Entry
+	if found {
+		shared, err = t.entries(ctx, "read delivered outbox entry",
+			`WHERE o.vessel_id = ? AND o.state = 'delivered' AND o.revision < ? AND o.revision >= ? AND o.body_id = ?
+				ORDER BY o.revision DESC, o.chunk_index DESC LIMIT 1`,
+			t.vessel, before, first, id)
+		if err != nil {
+			return outbox.Entry{}, err
+		}
+	}
+	switch {
+	case len(shared) > 0 && (len(whole) == 0 || shared[0].Revision > whole[0].Revision):
+		return shared[0], nil
+	case len(whole) > 0:
+		return whole[0], nil
+	}
+	return outbox.Entry{}, sourcecatalog.ErrNotFound
 }

@@ -17,7 +17,8 @@ import (
 )
 
 // TestChunkRefLookups: a file of an older schema migrates to version 4,
-// whose indexes serve the lookups by payload digest of chunk references;
+// whose indexes serve the lookups by payload digest of chunk references
+// (with version 5's shared bodies);
 // the lookups find the migrated rows, and a damaged row is ErrDamaged,
 // never bytes passed on.
 func TestChunkRefLookups(t *testing.T) {
@@ -72,7 +73,10 @@ func TestChunkRefLookups(t *testing.T) {
 	for query, index := range map[string]string{
 		`SELECT chunk_canonical FROM chunks WHERE vessel_id = x'00' AND payload_sha256 = x'00' LIMIT 1`: "chunks_payload",
 		`SELECT payload FROM outbox WHERE vessel_id = x'00' AND digest = x'00' AND revision < 9 AND chunk_index >= 0
-			AND state = 'delivered' ORDER BY revision DESC LIMIT 1`: "outbox_digest",
+			AND body_id IS NULL AND state = 'delivered' ORDER BY revision DESC LIMIT 1`: "outbox_digest",
+		`SELECT id, first_revision FROM outbox_bodies WHERE vessel_id = x'00' AND digest = x'00'`: "sqlite_autoindex_outbox_bodies_1",
+		`SELECT payload FROM outbox WHERE vessel_id = x'00' AND state = 'delivered' AND revision < 9 AND revision >= 3
+			AND body_id = 1 ORDER BY revision DESC, chunk_index DESC LIMIT 1`: "revision>? AND revision<?", // an index's range
 	} {
 		var plan []string
 		rows, err := db.Query("EXPLAIN QUERY PLAN " + query)

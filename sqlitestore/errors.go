@@ -29,6 +29,11 @@ var (
 	// WithReadOnly, also a missing or empty file or an older schema
 	// version. Nothing was written to it.
 	ErrInvalidFile error = sourcecatalog.Errorf(sourcecatalog.ErrStoreUnavailable, "sqlitestore: not a source catalog database")
+	// ErrNetworkFileSystem: Open's path is on a network file system (NFS,
+	// SMB/CIFS, FUSE and others), where the WAL journal's shared memory
+	// does not work across hosts. Nothing was opened; move the database
+	// to a local disk.
+	ErrNetworkFileSystem error = sourcecatalog.Errorf(sourcecatalog.ErrStoreUnavailable, "sqlitestore: the database is on a network file system")
 	// ErrClosed: the Store was closed.
 	ErrClosed error = sourcecatalog.Errorf(sourcecatalog.ErrStoreUnavailable, "sqlitestore: the store is closed")
 	// ErrDiskFull: the file system holding the database (or its journal)

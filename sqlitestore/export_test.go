@@ -35,6 +35,14 @@ func (s *Store) Exec(ctx context.Context, query string, args ...any) error {
 	return err
 }
 
+// QueryRow runs a query outside any transaction of the Store and scans
+// its one row into dest.
+func (s *Store) QueryRow(ctx context.Context, query string, dest ...any) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.conn.QueryRowContext(ctx, query).Scan(dest...)
+}
+
 // FloorTable makes items_floor, an empty table of the shape of items.
 func (s *Store) FloorTable(ctx context.Context) error {
 	var ddl string
@@ -82,3 +90,21 @@ func WithJournal(mode string) Option { return func(c *config) { c.journal = mode
 // CachedBase reports whether the Store keeps a decoded index base of the
 // vessel, of any stamp.
 func (s *Store) CachedBase(vessel []byte) bool { return s.bases.Has(vessel) }
+
+// SetFSType makes Open see the file system type that f returns instead of
+// statfs's, until the returned function restores it.
+func SetFSType(f func(dir string) (int64, bool, error)) (restore func()) {
+	old := fsType
+	fsType = f
+	return func() { fsType = old }
+}
+
+// QueryInt runs a query of one integer outside any transaction of the
+// Store and returns its answer.
+func (s *Store) QueryInt(ctx context.Context, query string, args ...any) (int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var n int64
+	err := s.conn.QueryRowContext(ctx, query, args...).Scan(&n)
+	return n, err
+}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -14,14 +16,26 @@ import (
 
 // memFS is an SQLite VFS of in-memory files that keeps, besides what the
 // process sees, what a power cut would leave: every file's contents as of
-// its last Sync, and the directory as of its last sync. A directory is
+// its last Sync, and the writes and truncations made since (a power cut
+// loses them all, or, with PowerCutKeeping, keeps some of them, in any
+// order), and the directory as of its last sync. A directory is
 // synced when a file created as a journal is first synced (as SQLite's unix
 // VFS does) and by a Delete asking for it. Writes, truncations, syncs and
 // deletions are counted; one of them can cut the power (it and every
 // operation after it fail, and PowerCut returns what survives), or one
 // operation of a kind can fail with an I/O error.
+//
+// A main database file has shared memory (the WAL index, which a WAL
+// journal needs): ncruces's own, backed by a file under a directory of
+// the memFS's own on the real file system, which SQLite maps. It is not
+// durable: a power cut (PowerCut) or a crash (Crash) hands the new memFS
+// a new, empty directory, as a reboot leaves no WAL index and as the
+// first connection to open a WAL index after a crash empties it (SQLite
+// rebuilds it from the WAL either way). Its operations are not counted:
+// they write memory, not the file system.
 type memFS struct {
-	name string
+	name   string
+	shmDir string // where the files backing the shared memory are
 
 	mu      sync.Mutex
 	names   map[string]*inode // the directory as the process sees it
@@ -34,17 +48,70 @@ type memFS struct {
 	failErr error
 	failed  bool
 	kinds   map[string]int
+	perFile map[string]int // mutating operations by kind and file name ("sync /catalog.db-wal")
+	written int64          // bytes written, to every file
+	journal int64          // bytes written to journals (rollback or WAL)
 }
 
-type inode struct{ data, synced []byte }
+type inode struct {
+	data, synced []byte
+	pending      []change // the changes made to synced since, in order
+}
+
+// A change is a write of data at off, or a truncation to size when data
+// is nil.
+type change struct {
+	off  int64
+	data []byte
+	size int64
+}
+
+// apply returns b with c made to it.
+func (c change) apply(b []byte) []byte {
+	if c.data == nil {
+		if c.size < int64(len(b)) {
+			return b[:c.size]
+		}
+		return append(b, make([]byte, c.size-int64(len(b)))...)
+	}
+	if end := c.off + int64(len(c.data)); end > int64(len(b)) {
+		b = append(b, make([]byte, end-int64(len(b)))...)
+	}
+	copy(b[c.off:], c.data)
+	return b
+}
 
 var vfsSeq atomic.Int64
 
 // newMemFS registers an empty memFS under a fresh name.
 func newMemFS() *memFS {
-	fs := &memFS{name: fmt.Sprintf("memfs%d", vfsSeq.Add(1)), names: map[string]*inode{}, durable: map[string]*inode{}, kinds: map[string]int{}}
+	fs := &memFS{name: fmt.Sprintf("memfs%d", vfsSeq.Add(1)), names: map[string]*inode{}, durable: map[string]*inode{}, kinds: map[string]int{}, perFile: map[string]int{}}
+	fs.shmDir = filepath.Join(shmRoot(), fs.name)
+	if err := os.Mkdir(fs.shmDir, 0o700); err != nil {
+		panic(err)
+	}
 	vfs.Register(fs.name, fs)
 	return fs
+}
+
+// shmRoot is the directory, made once and removed by TestMain, holding
+// the memFSes' shared-memory directories.
+var shmRoot = sync.OnceValue(func() string {
+	dir, err := os.MkdirTemp("", "sqlitestore-shm")
+	if err != nil {
+		panic(err)
+	}
+	shmRootMade.Store(true)
+	return dir
+})
+
+var shmRootMade atomic.Bool
+
+// removeShmRoot removes shmRoot's directory if it was made.
+func removeShmRoot() {
+	if shmRootMade.Load() {
+		os.RemoveAll(shmRoot())
+	}
 }
 
 // unregister removes fs from SQLite's VFS registry.
@@ -52,16 +119,36 @@ func (fs *memFS) unregister() { vfs.Unregister(fs.name) }
 
 // PowerCut returns a new memFS holding what survives a power cut now:
 // the durable directory, each file with its synced contents.
-func (fs *memFS) PowerCut() *memFS {
+func (fs *memFS) PowerCut() *memFS { return fs.PowerCutKeeping(keepNone) }
+
+// PowerCutKeeping is PowerCut on a disk that had written some of the
+// changes made since each file's last Sync when the power went: those
+// whose index in the file's changes since its last Sync keep reports.
+// Writes reach a disk in any order, so keep may skip one and keep a later
+// one.
+func (fs *memFS) PowerCutKeeping(keep func(i int) bool) *memFS {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	next := newMemFS()
 	for name, ino := range fs.durable {
-		c := &inode{data: slices.Clone(ino.synced), synced: slices.Clone(ino.synced)}
+		data := slices.Clone(ino.synced)
+		for i, c := range ino.pending {
+			if keep(i) {
+				data = c.apply(data)
+			}
+		}
+		c := &inode{data: data, synced: slices.Clone(data)}
 		next.names[name], next.durable[name] = c, c
 	}
 	return next
 }
+
+// What a power cut keeps of the changes since a file's last sync: none;
+// every other one, the first among them (a disk that wrote in another
+// order than the process's); every other one, the second among them.
+func keepNone(int) bool   { return false }
+func keepEven(i int) bool { return i%2 == 0 }
+func keepOdd(i int) bool  { return i%2 == 1 }
 
 // Crash returns a new memFS holding what survives the process being
 // killed now: every file as the process sees it, written or not synced
@@ -99,17 +186,36 @@ func (fs *memFS) Ops() (int, map[string]int) {
 	return len(fs.ops), maps.Clone(fs.kinds)
 }
 
+// OpsByFile returns the number of mutating operations so far by kind and
+// file name, as "sync /catalog.db-wal".
+func (fs *memFS) OpsByFile() map[string]int {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	return maps.Clone(fs.perFile)
+}
+
+// Written returns the number of bytes written so far to every file (the
+// database, its journal, temporary files), and to journals alone.
+func (fs *memFS) Written() (all, journal int64) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	return fs.written, fs.journal
+}
+
 // Off reports whether the power was cut; Failed whether the I/O error fired.
 func (fs *memFS) Off() bool    { fs.mu.Lock(); defer fs.mu.Unlock(); return fs.off }
 func (fs *memFS) Failed() bool { fs.mu.Lock(); defer fs.mu.Unlock(); return fs.failed }
 
-// op counts an operation of kind and returns the error it fails with.
-// fs.mu is held. Locks do not count as mutations.
-func (fs *memFS) op(kind string, ioerr error) error {
+// op counts an operation of kind on the named file and returns the error
+// it fails with. fs.mu is held. Locks do not count as mutations.
+func (fs *memFS) op(kind, name string, ioerr error) error {
 	if fs.off {
 		return sqlite3.IOERR
 	}
 	fs.kinds[kind]++
+	if kind != "lock" {
+		fs.perFile[kind+" "+name]++
+	}
 	if fs.failOp == kind && !fs.failed && fs.kinds[kind] == fs.failAt {
 		fs.failed = true
 		return fs.failErr
@@ -144,13 +250,17 @@ func (fs *memFS) Open(name string, flags vfs.OpenFlag) (vfs.File, vfs.OpenFlag, 
 		fs.names[name] = ino
 	}
 	journal := flags&(vfs.OPEN_MAIN_JOURNAL|vfs.OPEN_SUPER_JOURNAL|vfs.OPEN_WAL) != 0
-	return &memFile{fs: fs, ino: ino, dirSync: journal && flags&vfs.OPEN_CREATE != 0}, flags, nil
+	f := &memFile{fs: fs, name: name, ino: ino, journal: journal, dirSync: journal && flags&vfs.OPEN_CREATE != 0}
+	if name != "" {
+		f.shm = vfs.NewSharedMemory(filepath.Join(fs.shmDir, filepath.Base(name)+"-shm"), flags)
+	}
+	return f, flags, nil
 }
 
 func (fs *memFS) Delete(name string, syncDir bool) error {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
-	if err := fs.op("delete", sqlite3.IOERR_DELETE); err != nil {
+	if err := fs.op("delete", name, sqlite3.IOERR_DELETE); err != nil {
 		return err
 	}
 	if fs.names[name] == nil {
@@ -173,12 +283,25 @@ func (fs *memFS) FullPathname(name string) (string, error) { return name, nil }
 
 type memFile struct {
 	fs      *memFS
+	name    string
 	ino     *inode
+	journal bool // opened as a journal
 	dirSync bool // the next Sync also syncs the directory
 	lock    vfs.LockLevel
+	shm     vfs.SharedMemory // a main database's WAL index; nil for other files
 }
 
-func (f *memFile) Close() error { return nil }
+var _ vfs.FileSharedMemory = (*memFile)(nil)
+
+func (f *memFile) Close() error {
+	if f.shm != nil {
+		return f.shm.Close()
+	}
+	return nil
+}
+
+// SharedMemory returns the file's WAL index, the same for its lifetime.
+func (f *memFile) SharedMemory() vfs.SharedMemory { return f.shm }
 
 func (f *memFile) ReadAt(p []byte, off int64) (int, error) {
 	f.fs.mu.Lock()
@@ -200,36 +323,41 @@ func (f *memFile) ReadAt(p []byte, off int64) (int, error) {
 func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
 	f.fs.mu.Lock()
 	defer f.fs.mu.Unlock()
-	if err := f.fs.op("write", sqlite3.IOERR_WRITE); err != nil {
+	if err := f.fs.op("write", f.name, sqlite3.IOERR_WRITE); err != nil {
 		return 0, err
 	}
-	if end := off + int64(len(p)); end > int64(len(f.ino.data)) {
-		f.ino.data = append(f.ino.data, make([]byte, end-int64(len(f.ino.data)))...)
+	f.fs.written += int64(len(p))
+	if f.journal {
+		f.fs.journal += int64(len(p))
 	}
-	return copy(f.ino.data[off:], p), nil
+	c := change{off: off, data: slices.Clone(p)}
+	if c.data == nil {
+		c.data = []byte{}
+	}
+	f.ino.pending = append(f.ino.pending, c)
+	f.ino.data = c.apply(f.ino.data)
+	return len(p), nil
 }
 
 func (f *memFile) Truncate(size int64) error {
 	f.fs.mu.Lock()
 	defer f.fs.mu.Unlock()
-	if err := f.fs.op("truncate", sqlite3.IOERR_TRUNCATE); err != nil {
+	if err := f.fs.op("truncate", f.name, sqlite3.IOERR_TRUNCATE); err != nil {
 		return err
 	}
-	if size < int64(len(f.ino.data)) {
-		f.ino.data = f.ino.data[:size]
-	} else {
-		f.ino.data = append(f.ino.data, make([]byte, size-int64(len(f.ino.data)))...)
-	}
+	c := change{size: size}
+	f.ino.pending = append(f.ino.pending, c)
+	f.ino.data = c.apply(f.ino.data)
 	return nil
 }
 
 func (f *memFile) Sync(vfs.SyncFlag) error {
 	f.fs.mu.Lock()
 	defer f.fs.mu.Unlock()
-	if err := f.fs.op("sync", sqlite3.IOERR_FSYNC); err != nil {
+	if err := f.fs.op("sync", f.name, sqlite3.IOERR_FSYNC); err != nil {
 		return err
 	}
-	f.ino.synced = slices.Clone(f.ino.data)
+	f.ino.synced, f.ino.pending = slices.Clone(f.ino.data), nil
 	if f.dirSync {
 		f.dirSync = false
 		f.fs.syncDir()
@@ -250,7 +378,7 @@ func (f *memFile) Lock(l vfs.LockLevel) error {
 	if f.fs.off {
 		return sqlite3.IOERR_LOCK
 	}
-	if err := f.fs.op("lock", sqlite3.IOERR_LOCK); err != nil {
+	if err := f.fs.op("lock", f.name, sqlite3.IOERR_LOCK); err != nil {
 		return err
 	}
 	f.lock = l

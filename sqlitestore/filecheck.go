@@ -47,11 +47,11 @@ func (s *Store) checkFile(ctx context.Context) error {
 	// Without the lock (qerr: SQLite refused the file, say a page count
 	// beyond its end) nothing writes the file either: no transaction
 	// commits to a file SQLite refuses.
-	size, header, err := s.readHeader()
+	size, header, wal, err := s.readHeader()
 	if err != nil {
 		return s.openError(ctx, "read the header of", err)
 	}
-	if why := damage(header, size); why != "" {
+	if why := walDamage(header, size, wal); why != "" {
 		return invalid(s.path, why)
 	}
 	if qerr != nil {
@@ -64,10 +64,13 @@ func (s *Store) checkFile(ctx context.Context) error {
 }
 
 // readHeader returns the size of the main database file and its first
-// bytes (up to headerSize), read through SQLite's own handle of it.
-func (s *Store) readHeader() (size int64, header []byte, err error) {
+// bytes (up to headerSize), read through SQLite's own handle of it, and,
+// when the header says the file is in WAL mode, what its WAL holds
+// (readWAL).
+func (s *Store) readHeader() (size int64, header []byte, wal walFrames, err error) {
 	err = s.conn.Raw(func(c any) error {
-		p, err := c.(driver.Conn).Raw().FileControl("main", sqlite3.FCNTL_FILE_POINTER)
+		conn := c.(driver.Conn).Raw()
+		p, err := conn.FileControl("main", sqlite3.FCNTL_FILE_POINTER)
 		if err != nil {
 			return err
 		}
@@ -84,9 +87,19 @@ func (s *Store) readHeader() (size int64, header []byte, err error) {
 			return err
 		}
 		header = buf[:n]
-		return nil
+		if len(header) < headerSize || header[18] != 2 {
+			return nil // not in WAL mode: no WAL
+		}
+		p, err = conn.FileControl("main", sqlite3.FCNTL_JOURNAL_POINTER)
+		if err != nil {
+			return err
+		}
+		if w, ok := p.(vfs.File); ok {
+			wal, err = readWAL(w)
+		}
+		return err
 	})
-	return size, header, err
+	return size, header, wal, err
 }
 
 // damage says what is wrong with the structure of a database file of

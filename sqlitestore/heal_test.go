@@ -70,6 +70,14 @@ type brokenFile struct {
 	fs *brokenFS
 }
 
+// SharedMemory passes on the memFile's WAL index.
+func (f brokenFile) SharedMemory() vfs.SharedMemory {
+	if m, ok := f.File.(vfs.FileSharedMemory); ok {
+		return m.SharedMemory()
+	}
+	return nil
+}
+
 func (f brokenFile) WriteAt(p []byte, off int64) (int, error) {
 	if err := f.fs.fault(false); err != nil {
 		return 0, err

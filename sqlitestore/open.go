@@ -51,11 +51,20 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		if created && cfg.readOnly {
 			return nil, invalid(abs, "no such file (a read-only open creates nothing)")
 		}
+		if cfg.wal() {
+			if err := checkLocalFS(abs); err != nil {
+				return nil, err
+			}
+		}
 		if s.lock, err = lifetimeLock(abs+".lock", cfg.exclusive); err != nil {
 			return nil, err
 		}
 	}
 	if err := s.connect(ctx); err != nil {
+		s.release()
+		return nil, err
+	}
+	if err := s.setJournal(ctx); err != nil {
 		s.release()
 		return nil, err
 	}
@@ -155,12 +164,17 @@ func (s *Store) connect(ctx context.Context) error {
 		}
 		return nil
 	}
-	for _, p := range s.durability() {
+	return s.apply(ctx, s.durability())
+}
+
+// apply makes each setting, checking that SQLite took it.
+func (s *Store) apply(ctx context.Context, settings []setting) error {
+	for _, p := range settings {
 		var got string
-		if _, err := conn.ExecContext(ctx, p.set); err != nil {
+		if _, err := s.conn.ExecContext(ctx, p.set); err != nil {
 			return s.openError(ctx, "configure", err)
 		}
-		if err := conn.QueryRowContext(ctx, p.get).Scan(&got); err != nil {
+		if err := s.conn.QueryRowContext(ctx, p.get).Scan(&got); err != nil {
 			return s.openError(ctx, "configure", err)
 		}
 		if got != p.want {
@@ -170,23 +184,48 @@ func (s *Store) connect(ctx context.Context) error {
 	return nil
 }
 
+// setJournal sets the journal mode of a read-write Store, once the file
+// is known to be a database of this package (or empty): switching to WAL
+// writes the file's header, which must not happen to a file Open
+// refuses. The schema check is made again by migrate, in its
+// transaction.
+func (s *Store) setJournal(ctx context.Context) error {
+	if s.cfg.readOnly {
+		return nil
+	}
+	st, err := readState(ctx, s.conn)
+	if err != nil {
+		return s.openError(ctx, "read the schema of", err)
+	}
+	if _, err := s.check(st); err != nil {
+		return err
+	}
+	return s.apply(ctx, s.journal())
+}
+
 // A setting is a statement connect runs, the statement that reads the
 // setting back, and the value it must read.
 type setting struct{ set, get, want string }
 
-// durability is the settings connect makes. The journal is TRUNCATE, with
-// synchronous=FULL (see the package documentation); the other modes are
-// there to be measured against it (BenchmarkJournalModes).
+// durability is the settings connect makes: synchronous=FULL (see the
+// package documentation), and SQLite's exclusive locking mode for
+// "wal-exclusive". None writes the file.
 func (s *Store) durability() []setting {
-	wal := setting{"PRAGMA journal_mode = WAL", "PRAGMA journal_mode", "wal"}
-	synchronous := setting{"PRAGMA synchronous = FULL", "PRAGMA synchronous", "2"}
-	switch s.cfg.journal {
-	case "wal":
-		return []setting{wal, synchronous}
-	case "wal-exclusive":
-		return []setting{{"PRAGMA locking_mode = EXCLUSIVE", "PRAGMA locking_mode", "exclusive"}, wal, synchronous}
+	settings := []setting{{"PRAGMA synchronous = FULL", "PRAGMA synchronous", "2"}}
+	if s.cfg.journal == "wal-exclusive" {
+		settings = append(settings, setting{"PRAGMA locking_mode = EXCLUSIVE", "PRAGMA locking_mode", "exclusive"})
 	}
-	return []setting{{"PRAGMA journal_mode = TRUNCATE", "PRAGMA journal_mode", "truncate"}, synchronous}
+	return settings
+}
+
+// journal is the journal mode setJournal sets: TRUNCATE (see the package
+// documentation); WAL is there to be measured against it
+// (BenchmarkJournalModes) and proven (TestWALCutPoints).
+func (s *Store) journal() []setting {
+	if s.cfg.wal() {
+		return []setting{{"PRAGMA journal_mode = WAL", "PRAGMA journal_mode", "wal"}}
+	}
+	return []setting{{"PRAGMA journal_mode = TRUNCATE", "PRAGMA journal_mode", "truncate"}}
 }
 
 // openError classes a failure of Open's statements: a file that is not a
@@ -205,9 +244,15 @@ func (s *Store) openError(ctx context.Context, op string, err error) error {
 	return unavailable(op, s.path, err)
 }
 
-// release undoes a failed Open.
+// release undoes a failed Open. In WAL mode SQLite's last connection to
+// close would checkpoint the WAL into the file and delete it: the
+// connection is told not to, so that a refused file is left as it was.
 func (s *Store) release() {
 	if s.conn != nil {
+		s.conn.Raw(func(c any) error {
+			_, err := c.(driver.Conn).Raw().Config(sqlite3.DBCONFIG_NO_CKPT_ON_CLOSE, true)
+			return err
+		})
 		s.conn.Close()
 	}
 	if s.db != nil {

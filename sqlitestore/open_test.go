@@ -71,19 +71,21 @@ func TestOpenRefuses(t *testing.T) {
 			require.NoError(t, os.Symlink(filepath.Join(filepath.Dir(path), "elsewhere"), path+".lock"))
 		}},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "catalog.db")
-			c.make(t, path)
-			before := snapshotFile(path)
-			s, err := sqlitestore.Open(context.Background(), path)
-			if s != nil {
-				s.Close()
-			}
-			require.ErrorIs(t, err, sqlitestore.ErrInvalidFile)
-			require.ErrorIs(t, err, sourcecatalog.ErrStoreUnavailable)
-			require.Equal(t, before, snapshotFile(path), "the file is unchanged")
-		})
+	for _, journal := range []string{"truncate", "wal"} {
+		for _, c := range cases {
+			t.Run(journal+"/"+c.name, func(t *testing.T) {
+				path := filepath.Join(t.TempDir(), "catalog.db")
+				c.make(t, path)
+				before := snapshotFile(path)
+				s, err := sqlitestore.Open(context.Background(), path, sqlitestore.WithJournal(journal))
+				if s != nil {
+					s.Close()
+				}
+				require.ErrorIs(t, err, sqlitestore.ErrInvalidFile)
+				require.ErrorIs(t, err, sourcecatalog.ErrStoreUnavailable)
+				require.Equal(t, before, snapshotFile(path), "the file is unchanged")
+			})
+		}
 	}
 }
 

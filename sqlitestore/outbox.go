@@ -1,9 +1,12 @@
 package sqlitestore
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/google/uuid"
@@ -60,7 +63,8 @@ func (t *outboxTx) NextRevision(ctx context.Context, floor int64) (int64, error)
 
 const entryColumns = `snapshot_id, chunk_index, revision, entity_type, entity_key, payload, digest, state`
 
-// entryRow is an outbox row as stored, in the order of entryColumns.
+// entryRow is an outbox row as stored, in the order of entryColumns, with
+// payload whole (as the checksum covers it).
 type entryRow struct {
 	snapshot              []byte
 	chunkIndex, revision  int64
@@ -78,22 +82,66 @@ func rowOfEntry(e outbox.Entry) entryRow {
 		entityType: e.EntityType, entityKey: e.EntityKey, payload: e.Payload, digest: e.Digest[:], state: string(e.State)}
 }
 
-// entries reads the entries that the query's part after "FROM outbox"
-// selects, checking each row against its checksum and its state against
-// the three an entry can be in (SetState changes the state alone, so the
-// checksum leaves it out).
+// entrySelect reads an entry row with its body, if it has one: the
+// columns of entryColumns (payload without its body), the row's checksum,
+// body_id and body_at, and the body row's vessel_id, digest,
+// first_revision, body and checksum (all NULL when there is none).
+const entrySelect = `SELECT o.snapshot_id, o.chunk_index, o.revision, o.entity_type, o.entity_key, o.payload, o.digest, o.state,
+	o.checksum, o.body_id, o.body_at, b.vessel_id, b.digest, b.first_revision, b.body, b.checksum
+	FROM outbox AS o LEFT JOIN outbox_bodies AS b ON b.id = o.body_id `
+
+// storedBody is the part of an entry row that names its body, and the
+// body row read with it.
+type storedBody struct {
+	id, at, first, checksum sql.NullInt64
+	vessel, digest, body    []byte
+}
+
+// payload returns the entry's payload whole: part, the row's payload
+// column, with the body put back at body_at. ok is false when the row
+// names a body that is not there, not the vessel's, does not match its
+// checksum, or does not fit.
+func (b *storedBody) payload(vessel, part []byte) (whole []byte, ok bool, bodyDamaged bool) {
+	switch {
+	case !b.id.Valid && !b.at.Valid:
+		return part, true, false
+	case !b.id.Valid || !b.at.Valid || b.at.Int64 < 0 || b.at.Int64 > int64(len(part)) || b.body == nil ||
+		!bytes.Equal(b.vessel, vessel):
+		return nil, false, false
+	case !bodySum(b.vessel, b.digest, b.first.Int64, b.body).matches(b.checksum):
+		return nil, false, true
+	}
+	at := int(b.at.Int64)
+	whole = make([]byte, 0, len(part)+len(b.body))
+	whole = append(append(append(whole, part[:at]...), b.body...), part[at:]...)
+	return whole, true, false
+}
+
+// entries reads the entries that the query's part after the FROM clause
+// (outbox AS o, its body as b) selects, checking each row against its
+// checksum and its state against the three an entry can be in (SetState
+// changes the state alone, so the checksum leaves it out). The checksum
+// covers the payload whole, its body put back; a body is checked against
+// its own checksum too, so that damage to records the entries share names
+// the body.
 func (t *outboxTx) entries(ctx context.Context, op, where string, args ...any) ([]outbox.Entry, error) {
 	var out []outbox.Entry
-	err := t.query(ctx, op, `SELECT `+entryColumns+`, checksum FROM outbox `+where, args, func(r *sql.Rows) error {
+	err := t.query(ctx, op, entrySelect+where, args, func(r *sql.Rows) error {
 		var row entryRow
 		var stored sql.NullInt64
-		if err := r.Scan(append(row.dest(), &stored)...); err != nil {
+		var body storedBody
+		if err := r.Scan(append(row.dest(), &stored, &body.id, &body.at, &body.vessel, &body.digest, &body.first, &body.body, &body.checksum)...); err != nil {
 			return err
 		}
+		whole, ok, bodyDamaged := body.payload(t.vessel, row.payload)
+		if bodyDamaged {
+			return damagedRow("outbox body %d of vessel %s, shared by snapshot %x", body.id.Int64, t.id, row.snapshot)
+		}
+		row.payload = whole
 		snap, err := uuid.FromBytes(row.snapshot)
 		state := outbox.State(row.state)
 		switch {
-		case err != nil || len(row.digest) != len(outbox.Entry{}.Digest) || !entrySum(t.vessel, &row).matches(stored) ||
+		case !ok || err != nil || len(row.digest) != len(outbox.Entry{}.Digest) || !entrySum(t.vessel, &row).matches(stored) ||
 			(state != outbox.Pending && state != outbox.Delivered && state != outbox.Stopped):
 			entity := fmt.Sprintf("chunk %d", row.chunkIndex)
 			if row.chunkIndex < 0 {
@@ -114,7 +162,7 @@ func (t *outboxTx) entries(ctx context.Context, op, where string, args ...any) (
 }
 
 func (t *outboxTx) Entries(ctx context.Context, snapshot uuid.UUID) ([]outbox.Entry, error) {
-	out, err := t.entries(ctx, "read outbox entries", `WHERE vessel_id = ? AND snapshot_id = ? ORDER BY chunk_index`, t.vessel, snapshot[:])
+	out, err := t.entries(ctx, "read outbox entries", `WHERE o.vessel_id = ? AND o.snapshot_id = ? ORDER BY o.chunk_index`, t.vessel, snapshot[:])
 	if err == nil && len(out) == 0 {
 		return nil, sourcecatalog.ErrNotFound
 	}
@@ -129,7 +177,7 @@ func (t *outboxTx) Pending(ctx context.Context, limit int) ([]outbox.Entry, erro
 		return nil, ctx.Err()
 	}
 	return t.entries(ctx, "read pending outbox entries",
-		`WHERE vessel_id = ? AND state = ? ORDER BY revision, chunk_index LIMIT ?`, t.vessel, string(outbox.Pending), limit)
+		`WHERE o.vessel_id = ? AND o.state = ? ORDER BY o.revision, o.chunk_index LIMIT ?`, t.vessel, string(outbox.Pending), limit)
 }
 
 // CountPending implements outbox.PendingCounter.
@@ -143,8 +191,49 @@ func (t *outboxTx) CountPending(ctx context.Context) (int, error) {
 	return n, err
 }
 
-// entryBatch is how many entries one INSERT writes (10 columns each).
+// entryBatch is how many entries one INSERT writes (12 columns each).
 const entryBatch = 256
+
+// minSharedBody is the shortest records array a chunk entry shares
+// through outbox_bodies rather than keeps in its row: below it, the body
+// row and its key would cost about what they save.
+const minSharedBody = 512
+
+// bodyOf returns where, in a chunk entry's payload, the content of its
+// records array lies: between the first `"records":[` and the last
+// `],"revision":`, as in every chunk's canonical bytes (SPEC.md §6.3),
+// and only when {"records":[...]} of that content has the entry's digest,
+// its payload_sha256, which keys the shared body. ok is false for a
+// manifest, for bytes not of that form or not of that digest, and for a
+// body shorter than minSharedBody: the entry is stored whole. The two
+// parts are put back together byte for byte, so any split stores the
+// payload faithfully; this one makes the shared part what repeats.
+func bodyOf(e outbox.Entry) (at, end int, ok bool) {
+	if e.EntityType != sourcecatalog.ChunkEntityType {
+		return 0, 0, false
+	}
+	const open, close = `"records":[`, `],"revision":`
+	at = bytes.Index(e.Payload, []byte(open)) + len(open)
+	end = bytes.LastIndex(e.Payload, []byte(close))
+	if at < len(open) || end-at < minSharedBody {
+		return 0, 0, false
+	}
+	h := sha256.New()
+	h.Write([]byte(`{"records":[`))
+	h.Write(e.Payload[at:end])
+	h.Write([]byte(`]}`))
+	return at, end, bytes.Equal(h.Sum(nil), e.Digest[:])
+}
+
+// pendingRow is an entry on its way into the outbox table.
+type pendingRow struct {
+	row    entryRow
+	sum    int64
+	part   []byte        // the payload column: the payload without its body
+	at     sql.NullInt64 // body_at
+	shared bool
+	body   []byte
+}
 
 func (t *outboxTx) PutEntries(ctx context.Context, entries []outbox.Entry) error {
 	if err := t.ready(); err != nil {
@@ -155,21 +244,123 @@ func (t *outboxTx) PutEntries(ctx context.Context, entries []outbox.Entry) error
 			return t.fail(ctx, "write outbox entries", fmt.Errorf("an entry of vessel %s in a transaction of %s", e.VesselID, t.id))
 		}
 	}
-	const row = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	const row = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	for start := 0; start < len(entries); start += entryBatch {
 		batch := entries[start:min(start+entryBatch, len(entries))]
-		args := make([]any, 0, 10*len(batch))
-		for _, e := range batch {
-			r := rowOfEntry(e)
-			args = append(args, t.vessel, r.snapshot, r.chunkIndex, r.revision, r.entityType, r.entityKey,
-				r.payload, r.digest, r.state, entrySum(t.vessel, &r).sum())
+		rows := make([]pendingRow, len(batch))
+		for i, e := range batch {
+			p := &rows[i]
+			p.row = rowOfEntry(e)
+			p.sum = entrySum(t.vessel, &p.row).sum()
+			p.part = e.Payload
+			if at, end, ok := bodyOf(e); ok {
+				p.shared, p.body, p.at = true, e.Payload[at:end], sql.NullInt64{Int64: int64(at), Valid: true}
+				p.part = append(append(make([]byte, 0, len(e.Payload)-len(p.body)), e.Payload[:at]...), e.Payload[end:]...)
+			}
 		}
-		q := `INSERT INTO outbox (vessel_id, ` + entryColumns + `, checksum) VALUES ` + strings.Repeat(row+", ", len(batch)-1) + row
+		ids, err := t.bodies(ctx, rows)
+		if err != nil {
+			return err
+		}
+		args := make([]any, 0, 12*len(batch))
+		for _, p := range rows {
+			var id sql.NullInt64
+			if p.shared {
+				id = sql.NullInt64{Int64: ids[digestKey(p.row.digest)], Valid: true}
+			}
+			r := p.row
+			args = append(args, t.vessel, r.snapshot, r.chunkIndex, r.revision, r.entityType, r.entityKey,
+				p.part, r.digest, r.state, p.sum, id, p.at)
+		}
+		q := `INSERT INTO outbox (vessel_id, ` + entryColumns + `, checksum, body_id, body_at) VALUES ` +
+			strings.Repeat(row+", ", len(batch)-1) + row
 		if _, err := t.exec(ctx, "write outbox entries", q, args...); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+func digestKey(d []byte) [sha256.Size]byte { return [sha256.Size]byte(d) }
+
+// A bodyRow is an outbox_bodies row as written.
+type bodyRow struct {
+	digest [sha256.Size]byte
+	first  int64 // first_revision
+	body   []byte
+}
+
+func (b *bodyRow) sum(vessel []byte) int64 {
+	return bodySum(vessel, b.digest[:], b.first, b.body).sum()
+}
+
+// bodies returns the ids of the outbox_bodies rows holding the shared
+// bodies of rows, by digest: the vessel's rows that hold them already,
+// and new rows for the others. A row found is written again, whole, when
+// its body does not match its checksum — it is damaged, and mended by the
+// body of rows, which has the digest it is found by — or when rows are of
+// a revision below its first_revision (which the Writer never does).
+func (t *outboxTx) bodies(ctx context.Context, rows []pendingRow) (map[[sha256.Size]byte]int64, error) {
+	want := map[[sha256.Size]byte]*bodyRow{}
+	var order []*bodyRow
+	args := []any{t.vessel}
+	for _, p := range rows {
+		if !p.shared {
+			continue
+		}
+		key := digestKey(p.row.digest)
+		if b := want[key]; b != nil {
+			b.first = min(b.first, p.row.revision)
+			continue
+		}
+		b := &bodyRow{digest: key, first: p.row.revision, body: p.body}
+		want[key], order = b, append(order, b)
+		args = append(args, key[:])
+	}
+	ids := make(map[[sha256.Size]byte]int64, len(want))
+	if len(want) == 0 {
+		return ids, nil
+	}
+	var rewrite []int64
+	err := t.query(ctx, "read outbox bodies", `SELECT id, digest, first_revision, body, checksum FROM outbox_bodies
+		WHERE vessel_id = ? AND digest IN (?`+strings.Repeat(", ?", len(want)-1)+`)`, args, func(r *sql.Rows) error {
+		var id, first int64
+		var digest, body []byte
+		var stored sql.NullInt64
+		if err := r.Scan(&id, &digest, &first, &body, &stored); err != nil {
+			return err
+		}
+		b := want[[sha256.Size]byte(digest)] // the IN list matched it: 32 bytes, one of want's
+		ids[b.digest] = id
+		if !bodySum(t.vessel, digest, first, body).matches(stored) || b.first < first {
+			rewrite = append(rewrite, id)
+		}
+		b.first = min(b.first, first)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, b := range order {
+		id, found := ids[b.digest]
+		switch {
+		case found && slices.Contains(rewrite, id):
+			if _, err := t.exec(ctx, "mend outbox body", `UPDATE outbox_bodies SET first_revision = ?, body = ?, checksum = ? WHERE id = ?`,
+				b.first, b.body, b.sum(t.vessel), id); err != nil {
+				return nil, err
+			}
+		case !found:
+			res, err := t.exec(ctx, "write outbox body", `INSERT INTO outbox_bodies (vessel_id, digest, first_revision, body, checksum)
+				VALUES (?, ?, ?, ?, ?)`, t.vessel, b.digest[:], b.first, b.body, b.sum(t.vessel))
+			if err != nil {
+				return nil, err
+			}
+			if ids[b.digest], err = res.LastInsertId(); err != nil {
+				return nil, t.fail(ctx, "write outbox body", err)
+			}
+		}
+	}
+	return ids, nil
 }
 
 func (t *outboxTx) SetState(ctx context.Context, snapshot uuid.UUID, chunkIndex int, state outbox.State) error {

@@ -11,7 +11,8 @@ import (
 )
 
 // Every row that holds bytes the stores hand out — a staged chunk, a
-// snapshot with its manifest, an outbox entry — carries a checksum
+// snapshot with its manifest, an outbox entry, the records outbox entries
+// share — carries a checksum
 // column, written with the row and checked whenever the row is read, so
 // that a row damaged at rest (a flipped bit, a page of a cut file) is an
 // error naming it (ErrDamaged) rather than bytes passed on. The digests
@@ -84,6 +85,12 @@ func snapshotSum(vessel []byte, r *snapshotRow) *rowSum {
 func entrySum(vessel []byte, e *entryRow) *rowSum {
 	return newRowSum("outbox").bytes(vessel).bytes(e.snapshot).int(e.chunkIndex).int(e.revision).
 		str(e.entityType).str(e.entityKey).bytes(e.payload).bytes(e.digest)
+}
+
+// bodySum is the checksum of an outbox_bodies row: the records a chunk
+// entry's payload holds, shared by the entries with the same.
+func bodySum(vessel, digest []byte, firstRevision int64, body []byte) *rowSum {
+	return newRowSum("outbox_bodies").bytes(vessel).bytes(digest).int(firstRevision).bytes(body)
 }
 
 // damagedRow is the error of a row that does not match its checksum.

@@ -17,7 +17,7 @@ const applicationID = 0x59534331
 // schemaVersion is the version of the schema this build writes, kept in
 // user_version; migrations[v-1] brings version v-1 to v. A new file runs
 // every migration in turn.
-const schemaVersion = 4
+const schemaVersion = 5
 
 //go:embed schema_v1.sql
 var schemaV1 string
@@ -31,7 +31,10 @@ var schemaV3 string
 //go:embed schema_v4.sql
 var schemaV4 string
 
-var migrations = [schemaVersion]string{schemaV1, schemaV2, schemaV3, schemaV4}
+//go:embed schema_v5.sql
+var schemaV5 string
+
+var migrations = [schemaVersion]string{schemaV1, schemaV2, schemaV3, schemaV4, schemaV5}
 
 // backfills[v-1], when not nil, runs after the statements of migration v,
 // in its transaction.

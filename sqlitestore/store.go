@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -53,6 +54,9 @@ type config struct {
 	vfs       string // a registered test VFS; "" for the operating system's files
 	journal   string // a journal mode measured against the default; "" for TRUNCATE
 }
+
+// wal reports whether the journal is a WAL.
+func (c config) wal() bool { return strings.HasPrefix(c.journal, "wal") }
 
 // An Option configures Open.
 type Option func(*config)

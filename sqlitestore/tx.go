@@ -311,17 +311,45 @@ func (t *tx) checkChunk(snapshot uuid.UUID, index int, digest, canonical []byte,
 }
 
 func (t *tx) Chunks(ctx context.Context, snapshot uuid.UUID) ([]finalize.StagedChunk, error) {
+	return t.chunks(ctx, snapshot, true)
+}
+
+var _ finalize.DigestTx = (*tx)(nil)
+
+// ChunkDigests implements finalize.DigestTx: the chunks' index and
+// payload_sha256 columns alone, without the bytes Chunks reads and
+// checks against the row's checksum (the schema holds each digest to 32
+// bytes). A damaged digest is not caught here: finalize compares it with a
+// digest it computes, so it only makes a set be decoded in full, where
+// Chunks finds the damage.
+func (t *tx) ChunkDigests(ctx context.Context, snapshot uuid.UUID) ([]finalize.StagedChunk, error) {
+	return t.chunks(ctx, snapshot, false)
+}
+
+// chunks reads snapshot's chunks in index order: whole, their bytes
+// checked against the row's checksum, or only their index and digest.
+func (t *tx) chunks(ctx context.Context, snapshot uuid.UUID, whole bool) ([]finalize.StagedChunk, error) {
+	op, columns := "read chunk digests", "chunk_index, payload_sha256"
+	if whole {
+		op, columns = "read chunks", columns+", chunk_canonical, checksum"
+	}
 	var out []finalize.StagedChunk
-	err := t.query(ctx, "read chunks", `SELECT chunk_index, payload_sha256, chunk_canonical, checksum FROM chunks
+	err := t.query(ctx, op, `SELECT `+columns+` FROM chunks
 		WHERE vessel_id = ? AND snapshot_id = ? ORDER BY chunk_index`, []any{t.vessel, snapshot[:]}, func(r *sql.Rows) error {
 		c := finalize.StagedChunk{Snapshot: snapshot}
 		var digest []byte
 		var stored sql.NullInt64
-		if err := r.Scan(&c.Index, &digest, &c.Canonical, &stored); err != nil {
+		dest := []any{&c.Index, &digest}
+		if whole {
+			dest = append(dest, &c.Canonical, &stored)
+		}
+		if err := r.Scan(dest...); err != nil {
 			return err
 		}
-		if err := t.checkChunk(snapshot, c.Index, digest, c.Canonical, stored); err != nil {
-			return err
+		if whole {
+			if err := t.checkChunk(snapshot, c.Index, digest, c.Canonical, stored); err != nil {
+				return err
+			}
 		}
 		copy(c.Payload[:], digest)
 		out = append(out, c)

@@ -11,12 +11,13 @@ import (
 	"github.com/yachtmemory/sourcecatalog/agent"
 	"github.com/yachtmemory/sourcecatalog/outbox"
 	"github.com/yachtmemory/sourcecatalog/receiver"
+	"github.com/yachtmemory/sourcecatalog/signalk"
 	"github.com/yachtmemory/sourcecatalog/storeheal"
 )
 
 var agentCommand = &command{
 	name: "agent",
-	synopsis: "--signalk URL [--signalk-token-file FILE] [--signalk-ca FILE] [--selection S] [--settle D] " +
+	synopsis: "--signalk URL [--signalk-token-file FILE] [--signalk-ca FILE] [--selection S] [--settle D] [--max-age D] " +
 		"--store sqlite:FILE|mysql:DSN --vessel UUID --url URL [--ca FILE] [--cert FILE --key FILE | --token-file FILE] " +
 		"[--receiver-v2[=auto|off]] [--timeout D] [--interval D] [--log-format text|json]",
 	summary: "run the on-board loop: discover, commit, publish, every interval",
@@ -59,6 +60,9 @@ func runAgent(e *env, c *command, args []string) int {
 	}
 	cfg := pf.config(storeheal.Outbox(h, func(s outbox.Store) outbox.Store { return s }))
 	cfg.Discoverer, cfg.Interval, cfg.Logger = discoverer, interval.d, logger
+	cfg.Wake = discoverer.Watch(ctx, signalk.WatchOptions{OnError: func(err error) {
+		logger.Debug("delta stream", "error", err.Error())
+	}})
 	a, err := agent.New(cfg)
 	if err != nil {
 		err = errors.New(configErr(err))

@@ -23,7 +23,7 @@ import (
 
 var discoverCommand = &command{
 	name:     "discover",
-	synopsis: "--signalk URL [--signalk-token-file FILE] [--signalk-ca FILE] [--selection lowest-ref|server] [--settle D]",
+	synopsis: "--signalk URL [--signalk-token-file FILE] [--signalk-ca FILE] [--selection lowest-ref|server] [--settle D] [--max-age D]",
 	summary:  "print one discovery cycle of a Signal K server as records",
 	help:     helpText("discover"),
 	run:      runDiscover,
@@ -35,10 +35,11 @@ type signalkFlags struct {
 	server, tokenFile, ca stringFlag
 	selection             selectionFlag
 	settle                settleFlag
+	maxAge                settleFlag
 }
 
 func newSignalkFlags() signalkFlags {
-	return signalkFlags{settle: settleFlag{d: signalk.DefaultSettle}}
+	return signalkFlags{settle: settleFlag{d: signalk.DefaultSettle}, maxAge: settleFlag{d: signalk.DefaultMaxAge}}
 }
 
 func (f *signalkFlags) register(fs *flag.FlagSet) {
@@ -47,6 +48,7 @@ func (f *signalkFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.ca, "signalk-ca", "")
 	fs.Var(&f.selection, "selection", "")
 	fs.Var(&f.settle, "settle", "")
+	fs.Var(&f.maxAge, "max-age", "")
 }
 
 // check returns what is wrong with the Signal K flags, or "".
@@ -64,7 +66,7 @@ func (f *signalkFlags) check() string {
 // client returns the Discoverer the flags describe. Its errors name the
 // flag at fault, never a token.
 func (f *signalkFlags) client() (*signalk.Client, error) {
-	opts := []signalk.Option{signalk.WithSettle(f.settle.d), signalk.WithSelection(f.selection.s)}
+	opts := []signalk.Option{signalk.WithSettle(f.settle.d), signalk.WithSelection(f.selection.s), signalk.WithMaxAge(f.maxAge.d)}
 	if f.tokenFile.set {
 		token, err := readToken("--signalk-token-file", f.tokenFile.s)
 		if err != nil {

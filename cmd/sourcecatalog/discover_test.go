@@ -70,7 +70,7 @@ func startSignalK(t *testing.T) *fakeSignalK {
 			return
 		}
 		defer conn.CloseNow()
-		_ = conn.Write(r.Context(), websocket.MessageText, []byte(`{"name":"boat","version":"2.32.0","self":"vessels.urn:mrn:signalk:uuid:c0d79334-4e25-4245-8892-54e8ccc8021d","roles":["master","main"],"serverStartId":"start-1"}`))
+		_ = conn.Write(r.Context(), websocket.MessageText, []byte(`{"name":"boat","version":"2.32.0","self":"vessels.urn:mrn:signalk:uuid:c0d79334-4e25-4245-8892-54e8ccc8021d","roles":["master","main"],"timestamp":"2026-12-01T21:00:30.000Z","serverStartId":"start-1"}`))
 		_, _, _ = conn.Read(r.Context()) // until the client closes
 	})
 	f.Server = httptest.NewServer(mux)

@@ -32,6 +32,7 @@ var storeCases = []testCase{
 	{"TxContextDone", testTxContextDone},
 	{"CallbackErrorUnchanged", testCallbackErrorUnchanged},
 	{"BytesOutliveTransaction", testBytesOutliveTransaction},
+	{"ChunkDigests", testStoreChunkDigests},
 }
 
 // in runs fn in a transaction that must succeed.
@@ -475,4 +476,50 @@ func recordFor(k catalog.Key, n int) string {
 		panic("finalizetest: " + err.Error())
 	}
 	return string(r.Canonical())
+}
+
+// testStoreChunkDigests: a Tx that is a finalize.DigestTx reads a
+// snapshot's chunks as Chunks does but for their bytes — the same chunks,
+// in index order, those written earlier in the transaction included, none
+// of another snapshot or vessel. A Store without it is skipped.
+func testStoreChunkDigests(t *testing.T, newStore NewStore) {
+	e := newEnv(t, newStore)
+	s, other := e.stagedSnapshot(3, 3), e.stagedSnapshot(3, 3)
+	digests := false
+	e.in(func(tx finalize.Tx) error {
+		_, digests = tx.(finalize.DigestTx)
+		return nil
+	})
+	if !digests {
+		t.Skip("the Store's Tx is no finalize.DigestTx")
+	}
+	e.in(func(tx finalize.Tx) error {
+		for _, c := range []finalize.StagedChunk{stagedChunk(s.ID, 2), stagedChunk(s.ID, 0), stagedChunk(other.ID, 1)} {
+			if err := tx.PutChunk(e.ctx, c); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	e.in(func(tx finalize.Tx) error {
+		if err := tx.PutChunk(e.ctx, stagedChunk(s.ID, 1)); err != nil { // read in its own transaction
+			return err
+		}
+		whole, err := tx.Chunks(e.ctx, s.ID)
+		require.NoError(t, err)
+		got, err := tx.(finalize.DigestTx).ChunkDigests(e.ctx, s.ID)
+		require.NoError(t, err)
+		for i := range whole {
+			whole[i].Canonical = nil
+		}
+		require.Len(t, got, 3)
+		require.Equal(t, whole, got, "Chunks without the bytes")
+		return nil
+	})
+	require.NoError(t, e.store.WithVessel(e.ctx, uuid.New(), func(tx finalize.Tx) error {
+		got, err := tx.(finalize.DigestTx).ChunkDigests(e.ctx, s.ID)
+		require.NoError(t, err)
+		require.Empty(t, got, "another vessel's")
+		return nil
+	}))
 }

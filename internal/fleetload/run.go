@@ -50,13 +50,21 @@ type Config struct {
 // A Report is what a run measured.
 type Report struct {
 	// Rounds are serve's: 1, every vessel's first snapshot; 2, an
-	// identical document as the next revision.
+	// identical document as the next revision, sent as a boat sends it
+	// to a receiver holding the first: its index alone.
 	Rounds [2]Round
 	// FloorA and FloorB are the floors' times for round 1's messages,
 	// each the mean of a run before serve's and one after: A, one durable
 	// write per message; B, A and each snapshot's inventory rows.
 	FloorA, FloorB time.Duration
-	PeakRSS        int64 // serve's VmHWM at the end, bytes
+	// FloorA2 is floor A's time for round 2's messages, after round 1's
+	// in the same process, the mean of the same two runs: one durable
+	// write per index, the least an identical round asks of a receiver —
+	// the request read and the new revision made durable — as SPEC.md
+	// §8.4 verifies the set by identity and §8.5 then only moves the
+	// active pointer, writing no inventory row.
+	FloorA2 time.Duration
+	PeakRSS int64 // serve's VmHWM at the end, bytes
 	// Syncs are serve's fsync and fdatasync calls per message in each
 	// round, counted under strace; nil when not counted.
 	Syncs []float64
@@ -68,12 +76,13 @@ type Round struct {
 	CPU time.Duration // serve's user and system CPU time in the round
 }
 
-// Run runs the benchmark of cfg: floor A, floor B, serve's two rounds,
-// floor B, floor A, each a fresh server process on a fresh store, all
+// Run runs the benchmark of cfg: floor A, floor B, serve, floor B, floor
+// A, each a fresh server process on a fresh store sent both rounds, all
 // driven by the same senders with the same messages over the same TLS and
 // tokens; then, with cfg.Strace on SQLite, the untimed strace pass. It
-// checks that serve acknowledged every message as staged and activated
-// every snapshot.
+// checks that serve acknowledged every message as staged, named missing
+// exactly the chunks sent whole (none of an identical round), and
+// activated every snapshot.
 func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	r := &run{Config: cfg, fleet: NewFleet(cfg.Vessels)}
 	defer func() { err = errors.Join(err, r.cleanup()) }()
@@ -81,7 +90,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		return nil, err
 	}
 	rep = &Report{}
-	var floors [4]time.Duration
+	var floors [4][2]time.Duration
 	for i, inventory := range []bool{false, true} {
 		if floors[i], err = r.floor(ctx, inventory); err != nil {
 			return nil, err
@@ -95,7 +104,8 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 			return nil, err
 		}
 	}
-	rep.FloorA, rep.FloorB = (floors[0]+floors[3])/2, (floors[1]+floors[2])/2
+	rep.FloorA, rep.FloorB = (floors[0][0]+floors[3][0])/2, (floors[1][0]+floors[2][0])/2
+	rep.FloorA2 = (floors[0][1] + floors[3][1]) / 2
 	if cfg.Strace != "" && cfg.MySQL == nil {
 		if rep.Syncs, err = r.straced(ctx); err != nil {
 			return nil, err
@@ -116,8 +126,9 @@ type run struct {
 	stores          int // files or databases made so far
 }
 
-// setup makes the certificates, the token file, the rounds' snapshots
-// and, on MariaDB, the admin connection.
+// setup makes the certificates, the token file, the rounds' snapshots —
+// the second's missing chunks those a receiver that staged the first
+// lacks (Follow) — and, on MariaDB, the admin connection.
 func (r *run) setup() error {
 	ca, err := testpki.NewCA("fleetload CA")
 	if err != nil {
@@ -144,6 +155,9 @@ func (r *run) setup() error {
 		if r.rounds[i], err = BuildRound(r.fleet, int64(i+1), at.Add(time.Duration(i)*15*time.Minute), records, r.Messages); err != nil {
 			return err
 		}
+	}
+	if err := Follow(r.rounds[1], r.rounds[0]); err != nil {
+		return err
 	}
 	if r.MySQL != nil {
 		if r.admin, err = sql.Open("mysql", r.MySQL.FormatDSN()); err != nil {
@@ -188,14 +202,15 @@ func (r *run) cleanup() error {
 }
 
 // floor runs a floor server, with or without the inventory, sends it
-// round 1 and returns the round's time.
-func (r *run) floor(ctx context.Context, inventory bool) (time.Duration, error) {
+// round 1, then round 2 from fresh connections, as serve is sent them,
+// and returns the rounds' times.
+func (r *run) floor(ctx context.Context, inventory bool) (times [2]time.Duration, err error) {
 	args := []string{"--listen", "127.0.0.1:0", "--tls-cert", r.cert, "--tls-key", r.key, "--tokens", r.toks,
 		"--records", strconv.Itoa(r.Records), "--messages", strconv.Itoa(r.Messages)}
 	what := map[bool]string{false: "floor_a", true: "floor_b"}[inventory]
 	s, err := r.store(ctx, what)
 	if err != nil {
-		return 0, err
+		return times, err
 	}
 	switch {
 	case r.MySQL != nil:
@@ -211,19 +226,22 @@ func (r *run) floor(ctx context.Context, inventory bool) (time.Duration, error) 
 	}
 	p, err := Start(r.Floor, args, StartOptions{})
 	if err != nil {
-		return 0, err
+		return times, err
 	}
 	defer p.Kill()
-	clients, err := NewClients("https://"+p.Addr+"/", r.roots, r.fleet)
+	clients, err := NewClients("https://"+p.Addr+"/", r.roots, r.fleet, false)
 	if err != nil {
-		return 0, err
+		return times, err
 	}
-	res, err := Send(ctx, clients, r.rounds[0], r.Senders, nil)
-	clients.CloseIdle()
-	if err != nil {
-		return 0, fmt.Errorf("%s: %w; its log:\n%s", what, err, p.Log())
+	for i, round := range r.rounds {
+		res, err := Send(ctx, clients, round, r.Senders, nil)
+		clients.CloseIdle()
+		if err != nil {
+			return times, fmt.Errorf("%s round %d: %w; its log:\n%s", what, i+1, err, p.Log())
+		}
+		times[i] = res.Elapsed
 	}
-	return res.Elapsed, p.Stop()
+	return times, p.Stop()
 }
 
 // serveArgs returns serve's command line on a fresh store.
@@ -253,8 +271,12 @@ func (r *run) serve(ctx context.Context) (rounds [2]Round, rss int64, err error)
 		return rounds, 0, err
 	}
 	defer p.Kill()
+	clients, err := NewClients("https://"+p.Addr+"/", r.roots, r.fleet, true)
+	if err != nil {
+		return rounds, 0, err
+	}
 	for i := range rounds {
-		if rounds[i], _, err = r.serveRound(ctx, p, i, r.rounds[i]); err != nil {
+		if rounds[i], _, err = r.serveRound(ctx, p, clients, i, r.rounds[i]); err != nil {
 			return rounds, 0, err
 		}
 	}
@@ -265,13 +287,10 @@ func (r *run) serve(ctx context.Context) (rounds [2]Round, rss int64, err error)
 }
 
 // serveRound sends round, the snapshots of round i or the first of them,
-// to serve p from fresh connections and checks that serve activated every
-// snapshot. It returns the round and its span.
-func (r *run) serveRound(ctx context.Context, p *Process, i int, round []Snapshot) (Round, Window, error) {
-	clients, err := NewClients("https://"+p.Addr+"/", r.roots, r.fleet)
-	if err != nil {
-		return Round{}, Window{}, err
-	}
+// to serve p through clients, whose gates a boat's process keeps from
+// round to round, from fresh connections, and checks that serve activated
+// every snapshot. It returns the round and its span.
+func (r *run) serveRound(ctx context.Context, p *Process, clients Clients, i int, round []Snapshot) (Round, Window, error) {
 	defer clients.CloseIdle()
 	cpu0, err := CPUTime(p.Pid())
 	if err != nil {
@@ -307,13 +326,17 @@ func (r *run) straced(ctx context.Context) ([]float64, error) {
 		return nil, err
 	}
 	defer p.Kill()
+	clients, err := NewClients("https://"+p.Addr+"/", r.roots, r.fleet, true)
+	if err != nil {
+		return nil, err
+	}
 	var windows []Window
 	var messages []int
 	for i, round := range r.rounds {
 		if r.StraceVessels > 0 {
 			round = round[:min(r.StraceVessels, len(round))]
 		}
-		_, w, err := r.serveRound(ctx, p, i, round)
+		_, w, err := r.serveRound(ctx, p, clients, i, round)
 		if err != nil {
 			return nil, err
 		}

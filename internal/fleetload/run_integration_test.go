@@ -38,13 +38,16 @@ func TestRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, r := range rep.Rounds {
-		if r.Snapshots != 3 || r.Messages != 12 || r.Latency.Len() != 12 || r.Elapsed <= 0 || r.CPU < 0 {
-			t.Errorf("round %d: %+v, %d samples", i+1, r, r.Latency.Len())
+	// Round 1: each index and every chunk whole; round 2, identical: each
+	// index alone.
+	for i, want := range []struct{ messages, chunks int }{{12, 9}, {3, 0}} {
+		r := rep.Rounds[i]
+		if r.Snapshots != 3 || r.Messages != want.messages || r.Chunks != want.chunks || r.Latency.Len() != want.messages || r.Elapsed <= 0 || r.CPU < 0 {
+			t.Errorf("round %d: %+v, %d samples; want %d messages, %d chunks", i+1, r, r.Latency.Len(), want.messages, want.chunks)
 		}
 	}
-	if rep.FloorA <= 0 || rep.FloorB <= 0 || rep.PeakRSS < 1<<20 {
-		t.Errorf("floors %v %v, peak RSS %d", rep.FloorA, rep.FloorB, rep.PeakRSS)
+	if rep.FloorA <= 0 || rep.FloorB <= 0 || rep.FloorA2 <= 0 || rep.PeakRSS < 1<<20 {
+		t.Errorf("floors %v %v %v, peak RSS %d", rep.FloorA, rep.FloorB, rep.FloorA2, rep.PeakRSS)
 	}
 	switch {
 	case cfg.Strace == "" && rep.Syncs != nil:

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
@@ -13,11 +14,13 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/yachtmemory/sourcecatalog"
 	"github.com/yachtmemory/sourcecatalog/envelope"
 	"github.com/yachtmemory/sourcecatalog/examples"
 	"github.com/yachtmemory/sourcecatalog/httpbinding"
 	"github.com/yachtmemory/sourcecatalog/internal/fleetfloor"
 	"github.com/yachtmemory/sourcecatalog/internal/testpki"
+	"github.com/yachtmemory/sourcecatalog/outbox"
 )
 
 var at = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
@@ -40,6 +43,14 @@ func TestBuildRound(t *testing.T) {
 		}
 		if last := e[len(e)-1]; last.EntityKey != envelope.ChunkKey(s.ID, 14) {
 			t.Errorf("snapshot %d: last entry %q, want chunk 14", i, last.EntityKey)
+		}
+		// A first snapshot: the index, then every chunk whole.
+		x, err := outbox.IndexEntry(e)
+		if err != nil || s.Index.EntityType != sourcecatalog.ManifestIndexEntityType || !bytes.Equal(s.Index.Payload, x.Payload) {
+			t.Errorf("snapshot %d: index %q, %v", i, s.Index.EntityType, err)
+		}
+		if m := s.Messages(); len(m) != 16 || m[0].EntityType != sourcecatalog.ManifestIndexEntityType || m[1].EntityKey != envelope.ChunkKey(s.ID, 0) || m[15].EntityKey != e[15].EntityKey {
+			t.Errorf("snapshot %d: %d messages", i, len(m))
 		}
 	}
 	if round[0].ID == round[1].ID || fleet[0].Token == fleet[1].Token {
@@ -72,6 +83,14 @@ func floorServer(t *testing.T, fleet []Vessel) (string, *testpki.CA, *recorder) 
 		t.Fatal(err)
 	}
 	sink := &recorder{bodies: map[uuid.UUID][][]byte{}}
+	url, ca := serveTLS(t, fleetfloor.NewHandler(tokens, sink, nil, 16))
+	return url, ca, sink
+}
+
+// serveTLS serves h over TLS until the test ends and returns its URL and
+// the CA its certificate chains to.
+func serveTLS(t *testing.T, h http.Handler) (string, *testpki.CA) {
+	t.Helper()
 	ca, err := testpki.NewCA("test")
 	if err != nil {
 		t.Fatal(err)
@@ -80,11 +99,11 @@ func floorServer(t *testing.T, fleet []Vessel) (string, *testpki.CA, *recorder) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewUnstartedServer(fleetfloor.NewHandler(tokens, sink, nil, 16))
+	srv := httptest.NewUnstartedServer(h)
 	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
-	return srv.URL + "/", ca, sink
+	return srv.URL + "/", ca
 }
 
 // Send delivers every message once, each vessel's in order with its own
@@ -96,7 +115,7 @@ func TestSend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clients, err := NewClients(url, ca.Pool, fleet)
+	clients, err := NewClients(url, ca.Pool, fleet, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +124,7 @@ func TestSend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Snapshots != 5 || res.Messages != 20 || res.Latency.Len() != 20 || res.Elapsed <= 0 || res.Latency.Quantile(1) > res.Elapsed {
+	if res.Snapshots != 5 || res.Messages != 20 || res.Chunks != 15 || res.Latency.Len() != 20 || res.Elapsed <= 0 || res.Latency.Quantile(1) > res.Elapsed {
 		t.Errorf("result %+v, %d samples, max %v", res, res.Latency.Len(), res.Latency.Quantile(1))
 	}
 	if len(got.bodies) != len(fleet) {
@@ -117,7 +136,7 @@ func TestSend(t *testing.T) {
 			t.Errorf("vessel %d: %d messages, want %d", s.Vessel, len(bodies), len(s.Entries))
 			continue
 		}
-		for i, e := range s.Entries { // in order
+		for i, e := range s.Messages() { // in order
 			want := envelope.DefaultWrapper{}.Wrap(nil, e.EntityType, e.EntityKey, e.Payload)
 			if !bytes.Equal(bodies[i], want) {
 				t.Errorf("vessel %d: message %d is not %s", s.Vessel, i, e.EntityKey)
@@ -132,25 +151,41 @@ func TestCheckStaged(t *testing.T) {
 		t.Fatal(err)
 	}
 	snap := round[0]
+	msgs := snap.Messages()
+	all := snap.Missing
 	for _, tc := range []struct {
 		name string
 		i    int
 		edit func(*envelope.Receipt)
 		ok   bool
 	}{
-		{"the manifest", 0, func(*envelope.Receipt) {}, true},
+		{"the index, every chunk missing", 0, func(r *envelope.Receipt) { r.Missing = all }, true},
+		{"the index, a chunk not named", 0, func(r *envelope.Receipt) { r.Missing = all; r.Missing[0] &^= 1 << 1 }, false},
+		{"the index, no chunk missing", 0, func(*envelope.Receipt) {}, false},
+		{"the index as a manifest", 0, func(r *envelope.Receipt) { *r = snap.Entries[0].Receipt(); r.Missing = all }, false},
 		{"the last chunk, complete", 3, func(r *envelope.Receipt) { r.Complete = true }, true},
 		{"the last chunk, not complete", 3, func(*envelope.Receipt) {}, false},
 		{"a chunk before, complete", 2, func(r *envelope.Receipt) { r.Complete = true }, false},
 		{"already received", 1, func(r *envelope.Receipt) { r.Status = envelope.AlreadyReceived }, false},
 		{"another digest", 1, func(r *envelope.Receipt) { r.Digest[0] ^= 1 }, false},
-		{"another entry's", 1, func(r *envelope.Receipt) { *r = snap.Entries[2].Receipt() }, false},
+		{"another entry's", 1, func(r *envelope.Receipt) { *r = msgs[2].Receipt() }, false},
 	} {
-		rc := snap.Entries[tc.i].Receipt()
+		rc := msgs[tc.i].Receipt()
 		tc.edit(&rc)
 		if err := CheckStaged(snap, tc.i, rc); (err == nil) != tc.ok {
 			t.Errorf("%s: %v, want ok %v", tc.name, err, tc.ok)
 		}
+	}
+	// An identical snapshot's index names no chunk and completes it.
+	snap.Missing = envelope.ChunkSet{}
+	rc := snap.Index.Receipt()
+	rc.Complete = true
+	if err := CheckStaged(snap, 0, rc); err != nil {
+		t.Errorf("an identical snapshot's index: %v", err)
+	}
+	rc.Missing.Add(2)
+	if err := CheckStaged(snap, 0, rc); err == nil {
+		t.Error("an identical snapshot's index naming chunk 2: no error")
 	}
 }
 
@@ -163,24 +198,32 @@ func TestSendFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clients, err := NewClients(url, ca.Pool, fleet)
+	clients, err := NewClients(url, ca.Pool, fleet, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The floor's receipt is not the entry's: CheckStaged refuses it.
-	if _, err := Send(context.Background(), clients, round, 2, CheckStaged); err == nil || !strings.Contains(err.Error(), "want staged") {
+	if _, err := Send(context.Background(), clients, round, 2, CheckStaged); err == nil || !strings.Contains(err.Error(), "names chunks [] missing") {
 		t.Errorf("CheckStaged on the floor's receipts: %v", err)
 	}
 	stop := errors.New("stop")
 	if _, err := Send(context.Background(), clients, round, 2, func(Snapshot, int, envelope.Receipt) error { return stop }); !errors.Is(err, stop) {
 		t.Errorf("a Check's error: %v", err)
 	}
-	strangers, err := NewClients(url, ca.Pool, NewFleet(3))
+	strangers, err := NewClients(url, ca.Pool, NewFleet(3), false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Send(context.Background(), strangers, round, 2, nil); !errors.Is(err, httpbinding.ErrUnauthorized) {
 		t.Errorf("unknown tokens: %v, want ErrUnauthorized", err)
+	}
+	// A floor answers no declaration: a vessel asking for it sends nothing.
+	gated, err := NewClients(url, ca.Pool, fleet, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Send(context.Background(), gated, round, 2, nil); !errors.Is(err, outbox.ErrCapabilityOff) {
+		t.Errorf("no declaration: %v, want ErrCapabilityOff", err)
 	}
 	if _, err := Send(context.Background(), clients, round, 0, nil); err == nil {
 		t.Error("no sender: no error")

@@ -1,10 +1,15 @@
 package vectors
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
+	"time"
+
+	"github.com/yachtmemory/sourcecatalog/signalk"
 )
 
 // skFixture reads a capture of a real signalk-server from signalk/testdata.
@@ -143,7 +148,9 @@ func init() {
 		"signalk/no-sources-tree", "signalk/no-sources-nothing-live")
 	specSections["12.3"] = append(specSections["12.3"],
 		"signalk/dotted-names-outside-paths", "signalk/dotted-name-without-record", "signalk/not-live-leaf-unread")
-	specSections["12.4"] = append(specSections["12.4"], "signalk/not-live-leaf-without-source")
+	specSections["12.4"] = append(specSections["12.4"], "signalk/not-live-leaf-without-source",
+		"signalk/age-silent-device-leaves", "signalk/age-stale-candidate-not-selected", "signalk/age-at-the-bound-is-live",
+		"signalk/age-stale-leaf-unread", "signalk/age-no-timestamp", "signalk/age-timestamp-not-rfc3339")
 	specSections["12.5"] = append(specSections["12.5"],
 		"signalk/n2k-not-an-object", "signalk/sentences-not-an-object", "signalk/can-name-not-a-string")
 	specSections["12.6"] = append(specSections["12.6"],
@@ -175,7 +182,7 @@ func signalkSettledVectors() ([]vector, error) {
 		return `{"self":"vessels.` + skSelf + `","version":"2.32.0","vessels":{"` + skSelf + `":` + self + `}}`
 	}
 	depth := skLeaf("4.2", "n2k.115", `"meta":{"units":"m"}`)
-	return []vector{
+	return append([]vector{
 		// §12.3 Dotted names.
 		okS("dotted-names-outside-paths", skModel(`{"design.note":"refit 2025","environment":{"depth":{"belowTransducer":`+
 			skLeaf("4.2", "n2k.115", `"meta":{"units":"m","zones.alarm":[{"lower":0,"upper":2,"state":"alarm"}]}`)+`}}}`, skSources)).
@@ -219,5 +226,77 @@ func signalkSettledVectors() ([]vector, error) {
 		badS("self-before-sources", "self", strings.Replace(strings.Replace(skModel(`{}`, skSources), `"sources":`+skSources, `"sources":[]`, 1),
 			`"self":"vessels.urn`, `"self":"vessels.urn:other`, 1)).
 			note("self is read before the sources member"),
-	}, nil
+	}, signalkAgeVectors()...), nil
+}
+
+// signalkAgeBound reads a vector's reference-time and max-age inputs: no
+// bound when it has neither.
+func signalkAgeBound(input []field) (signalk.AgeBound, error) {
+	var age signalk.AgeBound
+	n := 0
+	for _, f := range input {
+		switch f.key {
+		case "reference-time":
+			t, err := time.Parse(time.RFC3339Nano, f.value)
+			if err != nil {
+				return age, err
+			}
+			age.Now, n = t, n+1
+		case "max-age":
+			s, err := strconv.Atoi(f.value)
+			if err != nil || s < 1 {
+				return age, fmt.Errorf("max-age %q is not a positive number of seconds", f.value)
+			}
+			age.MaxAge, n = time.Duration(s)*time.Second, n+1
+		}
+	}
+	if n == 1 {
+		return age, fmt.Errorf("reference-time and max-age go together")
+	}
+	return age, nil
+}
+
+// signalkAgeVectors pin the age bound of SPEC.md §12.4: a value older
+// than max-age seconds before reference-time is not live.
+func signalkAgeVectors() []vector {
+	aged := func(v vector) vector {
+		v.input = append(v.input, field{"reference-time", "2026-12-01T21:05:00Z"}, field{"max-age", "300"})
+		return v
+	}
+	okA := func(name, payload string) vector {
+		v := ok(apiSignalK, name, payload)
+		v.input = []field{{"selection", "lowest-ref"}}
+		return aged(v)
+	}
+	badA := func(name, reason, payload string) vector {
+		v := fail(apiSignalK, name, payload, "incomplete-scan")
+		v.input = []field{{"selection", "lowest-ref"}}
+		v = aged(v)
+		v.input = append(v.input, field{"reason", reason})
+		return v
+	}
+	// at returns a value object of source stamped at hh:mm:ss on the
+	// vectors' day.
+	at := func(value, source, clock string, extra ...string) string {
+		return strings.Replace(skLeaf(value, source, extra...), "21:00:00.000Z", clock+".000Z", 1)
+	}
+	return []vector{
+		okA("age-silent-device-leaves", skModel(`{"design":{"length":`+at(`{"overall":11.3}`, "defaults", "20:00:00")+`},`+
+			`"electrical":{"switches":{"anchorLight":{"state":`+at("true", "n2k.115", "20:59:59")+`}}},`+
+			`"environment":{"depth":{"belowTransducer":`+at("4.2", "n2k.160", "21:04:58")+`}},`+
+			`"navigation":{"gnss":{"type":`+at(`"GPS"`, "n2k.115", "20:59:59")+`}}}`, skSources)).
+			note("n2k.115 wrote nothing for more than 300 s before the reference time: its string and its boolean are not live, although no server nulls them",
+				"design is written only when it changes (signalk-server's event-driven paths): its age is not read"),
+		okA("age-stale-candidate-not-selected", skModel(`{"navigation":{"speedOverGround":`+at("3.64", "0183.GP", "21:04:59",
+			`"values":{"n2k.160":{"value":3.64,"timestamp":"2026-12-01T21:04:59.000Z"},"0183.GP":{"value":3.5,"timestamp":"2026-12-01T20:59:00.000Z"}}`)+`}}`, skSources)).
+			note("each candidate's age is its own entry's timestamp: the stale 0183.GP, the smallest ref, is not live, so n2k.160 is selected"),
+		okA("age-at-the-bound-is-live", skModel(`{"environment":{"depth":{"belowTransducer":`+at("4.2", "n2k.115", "21:00:00")+`}}}`, skSources)).
+			note("a value exactly max-age old is live"),
+		okA("age-stale-leaf-unread", skModel(`{"a":`+at("1", "n2k.99", "20:00:00", `"meta":{"units":1}`)+`,"b":`+at("2", "n2k.160", "21:05:30")+`}`, skSources)).
+			note("a leaf without a live candidate is not read further, whatever made it so: a's meta and source are not checked; b, newer than the reference time, is live"),
+		badA("age-no-timestamp", "model", skModel(`{"a":{"value":1,"$source":"n2k.160"}}`, skSources)).
+			note("under an age bound, a value that is not null needs a timestamp"),
+		badA("age-timestamp-not-rfc3339", "model", skModel(`{"a":`+strings.Replace(skLeaf("1", "n2k.160"), "2026-12-01T21:00:00.000Z", "2026-12-01 21:00:00", 1)+`}`, skSources)).
+			note("a timestamp is an RFC 3339 date-time with its offset"),
+	}
 }

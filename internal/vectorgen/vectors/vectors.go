@@ -253,7 +253,11 @@ func outputs(v vector) ([]field, error) {
 		if err != nil {
 			return nil, err
 		}
-		rs, err := signalk.Map(v.payload, sel)
+		age, err := signalkAgeBound(v.input)
+		if err != nil {
+			return nil, err
+		}
+		rs, err := signalk.MapWithin(v.payload, sel, age)
 		if err != nil {
 			return nil, fmt.Errorf("the library rejects a valid vector: %w", err)
 		}
