@@ -90,16 +90,7 @@ func WithJournal(mode string) Option { return func(c *config) { c.journal = mode
 
 // CachedBase reports whether the Store keeps a decoded index base of the
 // vessel, of any stamp.
-func (s *Store) CachedBase(vessel []byte) bool {
-	s.bases.mu.Lock()
-	defer s.bases.mu.Unlock()
-	for _, e := range s.bases.entries {
-		if e.vessel == string(vessel) {
-			return true
-		}
-	}
-	return false
-}
+func (s *Store) CachedBase(vessel []byte) bool { return s.bases.Has(vessel) }
 
 // Moved is the identity check the Store makes after each commit.
 func (s *Store) Moved() error { return s.moved() }

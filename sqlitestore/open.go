@@ -37,7 +37,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	if path == "" {
 		return nil, sourcecatalog.Errorf(sourcecatalog.ErrInvalidValue, "sqlitestore: empty database path")
 	}
-	s := &Store{path: path, cfg: cfg}
+	s := &Store{path: path, cfg: cfg, bases: newBaseCache()}
 	created := false
 	if cfg.vfs == "" {
 		abs, err := filepath.Abs(path)

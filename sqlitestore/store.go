@@ -15,6 +15,7 @@ import (
 	"github.com/ncruces/go-sqlite3/driver"
 	"github.com/yachtmemory/sourcecatalog"
 	"github.com/yachtmemory/sourcecatalog/finalize"
+	"github.com/yachtmemory/sourcecatalog/internal/indexblob"
 )
 
 // Store is a finalize.Store over one SQLite database file; Outbox returns
@@ -42,7 +43,7 @@ type Store struct {
 	poisoned   error       // the failure that poisoned the handle
 	closed     bool
 
-	bases baseCache // decoded record index bases, by stamp
+	bases *indexblob.Cache[[]finalize.IndexEntry] // decoded record index bases, by stamp
 }
 
 var _ finalize.Store = (*Store)(nil)
@@ -213,7 +214,7 @@ func (s *Store) WithVessel(ctx context.Context, vesselID uuid.UUID, fn func(fina
 		return t.err // a failed statement whose error fn dropped
 	})
 	if err == nil && t.newBase != nil {
-		s.bases.put(t.vessel, t.index.stamp, t.newBase)
+		s.bases.Put(t.vessel, t.index.stamp, len(t.newBase), t.newBase)
 	}
 	return err
 }

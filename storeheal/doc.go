@@ -46,7 +46,9 @@
 //     sqlitestore's WithExclusiveLock, before anything opens the file
 //     again), then the Opener is called until it succeeds: at once, then
 //     after a backoff that doubles from the initial to the maximum delay
-//     ([WithBackoff]). An Opener returns only a handle that can serve:
+//     ([WithBackoff]), each delay drawn from its upper half. The maximum,
+//     a second by default, bounds how long calls are still refused once
+//     the store can serve again. An Opener returns only a handle that can serve:
 //     [ProbeReceiver] and [ProbeOutbox] check that a write can be made.
 //     Calls are still refused with ErrReopening.
 //  3. Healthy: the new handle serves every call.
