@@ -78,6 +78,12 @@ func TestProcSelf(t *testing.T) {
 	if err != nil || rss < int64(len(buf)) {
 		t.Errorf("peak RSS %d after touching %d bytes: %v", rss, len(buf), err)
 	}
+	if now, err := RSS(pid); err != nil || now < int64(len(buf)) {
+		t.Errorf("RSS %d while holding %d bytes touched: %v", now, len(buf), err)
+	}
+	if _, err := RSS(-1); err == nil {
+		t.Error("RSS of no process: no error")
+	}
 	if _, err := CPUTime(-1); err == nil {
 		t.Error("CPUTime of no process: no error")
 	}
