@@ -123,6 +123,10 @@ func (b *Boat) Close() {
 	b.srv.Close()
 }
 
+// recordsPerDevice is how many records AddDevice adds to what the model
+// maps to: a source, a path and its observation.
+const recordsPerDevice = 3
+
 // AddDevice adds a new source with one new path to the model and sends
 // the path's value on every open stream, as a device switched on does.
 // It returns the new path.

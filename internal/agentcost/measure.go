@@ -26,8 +26,8 @@ type Options struct {
 	// devices are added, one after the other, while it rests.
 	Idle    time.Duration
 	Devices int
-	// Settle, when set, is both agents' --settle.
-	Settle string
+	// Settle and Cut, when set, are both agents' --settle and --cut.
+	Settle, Cut string
 }
 
 // A Result is what Measure measured.
@@ -43,7 +43,16 @@ type Result struct {
 	// Activation is, for each device added, the wall time from its delta
 	// on the stream until the receiver's active snapshot holds its path.
 	Activation []time.Duration
+	// Steps splits each activation by the agent's log: Wake, from the
+	// delta to "scan woken early" (the debounce); Commit, from there to
+	// "cycle committed" (scan, map, build, commit); Publish, from there
+	// to "published". The rest of an activation is the receiver's
+	// activation and this process's polling (20 ms).
+	Steps []Steps
 }
+
+// Steps are the parts of one activation; see Result.Steps.
+type Steps struct{ Wake, Commit, Publish time.Duration }
 
 // Measure serves opts.Records from a Boat to an Ashore through two
 // agents in turn, on one outbox store, and measures:
@@ -82,6 +91,9 @@ func Measure(ctx context.Context, opts Options) (Result, error) {
 		"--vessel", ashore.Vessel.String(), "--url", ashore.URL, "--ca", ashore.CAFile, "--token-file", ashore.TokenFile}
 	if opts.Settle != "" {
 		args = append(args, "--settle", opts.Settle)
+	}
+	if opts.Cut != "" {
+		args = append(args, "--cut", opts.Cut)
 	}
 	// 1. The periodic agent.
 	periodic, err := StartAgent(opts.Bin, append(args, "--interval", opts.Interval.String())...)
@@ -146,11 +158,11 @@ func Measure(ctx context.Context, opts Options) (Result, error) {
 	res.CPUPerHour = res.CycleCPU*time.Duration(time.Hour/agent.DefaultInterval) +
 		time.Duration(res.IdleCPURate*float64(time.Hour))
 	for range opts.Devices {
-		d, err := activate(ctx, boat, ashore, resting)
+		d, steps, err := activate(ctx, boat, ashore, resting)
 		if err != nil {
 			return res, err
 		}
-		res.Activation = append(res.Activation, d)
+		res.Activation, res.Steps = append(res.Activation, d), append(res.Steps, steps)
 	}
 	u, err := resting.Usage()
 	if err != nil {
@@ -175,16 +187,18 @@ func usage(a *Agent) (Usage, time.Time, error) {
 }
 
 // activate adds a device to boat and returns the wall time until ashore's
-// active snapshot changes, checking that it holds the device's path.
-func activate(ctx context.Context, boat *Boat, ashore *Ashore, a *Agent) (time.Duration, error) {
+// active snapshot changes, checking that it holds the device's path,
+// with its steps read from the agent's log.
+func activate(ctx context.Context, boat *Boat, ashore *Ashore, a *Agent) (time.Duration, Steps, error) {
 	before, err := ashore.Active()
 	if err != nil {
-		return 0, err
+		return 0, Steps{}, err
 	}
+	_, published := a.Cycles()
 	t0 := time.Now()
 	path, err := boat.AddDevice()
 	if err != nil {
-		return 0, err
+		return 0, Steps{}, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, phaseTimeout)
 	defer cancel()
@@ -193,19 +207,28 @@ func activate(ctx context.Context, boat *Boat, ashore *Ashore, a *Agent) (time.D
 	for {
 		page, err := ashore.Active()
 		if err != nil {
-			return 0, err
+			return 0, Steps{}, err
 		}
 		if page.SnapshotID != before.SnapshotID {
 			d := time.Since(t0)
 			if ok, err := ashore.Has(path); err != nil || !ok {
-				return 0, fmt.Errorf("agentcost: the snapshot activated after device %s lacks its path (%v): %s", path, err, a.Log())
+				return 0, Steps{}, fmt.Errorf("agentcost: the snapshot activated after device %s lacks its path (%v): %s", path, err, a.Log())
 			}
-			return d, nil
+			// The receiver may activate before the agent logs the
+			// publish.
+			if err := a.WaitPublished(ctx, published+1); err != nil {
+				return 0, Steps{}, err
+			}
+			woken, committed, published := a.last(msgWoken), a.last(msgCommitted), a.last(msgPublished)
+			if woken.Before(t0) || committed.Before(woken) || published.Before(committed) {
+				return 0, Steps{}, fmt.Errorf("agentcost: device %s activated without a woken scan, committed and published after it: %s", path, a.Log())
+			}
+			return d, Steps{Wake: woken.Sub(t0), Commit: committed.Sub(woken), Publish: published.Sub(committed)}, nil
 		}
 		select {
 		case <-tick.C:
 		case <-ctx.Done():
-			return 0, fmt.Errorf("agentcost: device %s not active: %w: %s", path, ctx.Err(), a.Log())
+			return 0, Steps{}, fmt.Errorf("agentcost: device %s not active: %w: %s", path, ctx.Err(), a.Log())
 		}
 	}
 }

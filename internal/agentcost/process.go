@@ -31,6 +31,7 @@ func BuildAgent(ctx context.Context, dir string) (string, error) {
 
 // The agent's log messages an Agent counts (package agent).
 const (
+	msgWoken     = "scan woken early"
 	msgCommitted = "cycle committed"
 	msgPublished = "published"
 )
@@ -45,13 +46,14 @@ type Agent struct {
 	mu        sync.Mutex
 	committed int
 	published int
+	lastAt    map[string]time.Time // the time of the last line of each message
 	tail      []string
 }
 
 // StartAgent runs bin agent with args and --log-format json.
 func StartAgent(bin string, args ...string) (*Agent, error) {
 	a := &Agent{cmd: exec.Command(bin, append([]string{"agent", "--log-format", "json"}, args...)...),
-		done: make(chan struct{}), changed: make(chan struct{})}
+		done: make(chan struct{}), changed: make(chan struct{}), lastAt: map[string]time.Time{}}
 	stderr, err := a.cmd.StderrPipe()
 	if err != nil {
 		return nil, err
@@ -74,9 +76,13 @@ func (a *Agent) read(r io.Reader) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
-		var line struct{ Msg string }
+		var line struct {
+			Msg  string
+			Time time.Time
+		}
 		_ = json.Unmarshal(sc.Bytes(), &line)
 		a.mu.Lock()
+		a.lastAt[line.Msg] = line.Time
 		a.tail = append(a.tail, sc.Text())
 		if len(a.tail) > 20 {
 			a.tail = a.tail[1:]
@@ -102,6 +108,14 @@ func (a *Agent) Cycles() (committed, published int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.committed, a.published
+}
+
+// last returns the time the log gives its last line of msg, or the zero
+// time.
+func (a *Agent) last(msg string) time.Time {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.lastAt[msg]
 }
 
 // WaitPublished waits until the log has reported n publishes, and fails
