@@ -10,7 +10,9 @@
 # (BenchmarkServeFleet) alone, about two minutes a run on two cores;
 # -only link the far-link benchmark (BenchmarkLink: publish over a
 # simulated VSAT link against its floor), about a minute and a half;
-# -only boardwrites what an outbox commit writes on board.
+# -only boardwrites what an outbox commit writes on board; -only agentcost
+# the agent process's CPU per hour, RSS and a new device's activation
+# delay (BenchmarkAgentCost), about two and a half minutes.
 #
 # Environment:
 #   BENCH_COUNT              runs of each benchmark (default 1; -count wins).
@@ -109,6 +111,7 @@ bench . ./httpbinding/ '^(BenchmarkHostileGzip|BenchmarkRequestBytes)$' 20x
 bench . ./httpbinding/ '^BenchmarkCycleBytes$' 1x
 bench . ./outbox/ '^BenchmarkChunkRefs$' 5x
 bench . ./internal/linkbench/ '^BenchmarkLink$' 1x
+bench . ./internal/agentcost/ '^BenchmarkAgentCost$' 1x
 
 if [[ -z ${SOURCECATALOG_MYSQL_DSN:-} ]] && { wants '^BenchmarkB5Activation$' || wants '^BenchmarkB6' || wants '^BenchmarkServeFleet$' || wants '^BenchmarkHealUnderWrites$'; }; then
   if mdb_find_server >/dev/null 2>&1 || [[ $(id -u) -eq 0 ]]; then
@@ -313,6 +316,26 @@ fleet SQLite round 2 vs round 1's floor A|BenchmarkServeFleet/sqlite|r2_x_floor_
 fleet SQLite round 1 vs floor B|BenchmarkServeFleet/sqlite|r1_x_floor_b|median|r1_ms|floor_b_ms||
 fleet SQLite fsyncs per message, round 1|BenchmarkServeFleet/sqlite|r1_fsyncs/message|peak|||<=|1
 fleet SQLite fsyncs per index, round 2|BenchmarkServeFleet/sqlite|r2_fsyncs/message|peak|||<=|1
+agent typical: CPU s per hour at 15 min|BenchmarkAgentCost/typical|cpu_s/h|value||||
+agent typical: CPU per cycle (ms)|BenchmarkAgentCost/typical|cycle_cpu_ms|value||||
+agent typical: idle CPU s per hour|BenchmarkAgentCost/typical|idle_cpu_s/h|value||||
+agent typical: peak RSS (MiB)|BenchmarkAgentCost/typical|peak_rss_MiB|peak||||
+agent typical: steady RSS (MiB)|BenchmarkAgentCost/typical|steady_rss_MiB|value||||
+agent typical: new device active, least (s)|BenchmarkAgentCost/typical|activation_min_s|value||||
+agent typical: new device active, largest (s)|BenchmarkAgentCost/typical|activation_max_s|peak||||
+agent typical: activation, debounce (s)|BenchmarkAgentCost/typical|act_wake_s|value||||
+agent typical: activation, scan + commit (s)|BenchmarkAgentCost/typical|act_commit_s|value||||
+agent typical: activation, publish (s)|BenchmarkAgentCost/typical|act_publish_s|value||||
+agent largest: CPU s per hour at 15 min|BenchmarkAgentCost/largest|cpu_s/h|value||||
+agent largest: CPU per cycle (ms)|BenchmarkAgentCost/largest|cycle_cpu_ms|value||||
+agent largest: idle CPU s per hour|BenchmarkAgentCost/largest|idle_cpu_s/h|value||||
+agent largest: peak RSS (MiB)|BenchmarkAgentCost/largest|peak_rss_MiB|peak||||
+agent largest: steady RSS (MiB)|BenchmarkAgentCost/largest|steady_rss_MiB|value||||
+agent largest: new device active, least (s)|BenchmarkAgentCost/largest|activation_min_s|value||||
+agent largest: new device active, largest (s)|BenchmarkAgentCost/largest|activation_max_s|peak||||
+agent largest: activation, debounce (s)|BenchmarkAgentCost/largest|act_wake_s|value||||
+agent largest: activation, scan + commit (s)|BenchmarkAgentCost/largest|act_commit_s|value||||
+agent largest: activation, publish (s)|BenchmarkAgentCost/largest|act_publish_s|value||||
 EOF
   fleet_rows SQLite sqlite
   cat <<'EOF'

@@ -47,30 +47,40 @@ func parseStat(b []byte) (time.Duration, error) {
 
 // PeakRSS returns the peak resident set size of process pid in bytes:
 // VmHWM of /proc/PID/status.
-func PeakRSS(pid int) (int64, error) {
+func PeakRSS(pid int) (int64, error) { return statusKB(pid, "VmHWM") }
+
+// RSS returns the resident set size of process pid now, in bytes: VmRSS
+// of /proc/PID/status.
+func RSS(pid int) (int64, error) { return statusKB(pid, "VmRSS") }
+
+// statusKB returns field of /proc/PID/status, a size in kB, in bytes.
+func statusKB(pid int, field string) (int64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, fmt.Errorf("fleetload: %w", err)
 	}
-	return parseHWM(b)
+	return parseKB(b, field)
 }
 
 // parseHWM reads the line "VmHWM:   N kB" of a /proc/PID/status file.
-func parseHWM(b []byte) (int64, error) {
+func parseHWM(b []byte) (int64, error) { return parseKB(b, "VmHWM") }
+
+// parseKB reads the line "FIELD:   N kB" of a /proc/PID/status file.
+func parseKB(b []byte, field string) (int64, error) {
 	for line := range bytes.Lines(b) {
-		rest, ok := bytes.CutPrefix(line, []byte("VmHWM:"))
+		rest, ok := bytes.CutPrefix(line, []byte(field+":"))
 		if !ok {
 			continue
 		}
 		f := bytes.Fields(rest)
 		if len(f) != 2 || string(f[1]) != "kB" {
-			return 0, fmt.Errorf("fleetload: a VmHWM line %q", line)
+			return 0, fmt.Errorf("fleetload: a %s line %q", field, line)
 		}
 		kb, err := strconv.ParseInt(string(f[0]), 10, 64)
 		if err != nil || kb < 0 {
-			return 0, fmt.Errorf("fleetload: a VmHWM line %q", line)
+			return 0, fmt.Errorf("fleetload: a %s line %q", field, line)
 		}
 		return kb << 10, nil
 	}
-	return 0, fmt.Errorf("fleetload: no VmHWM line in the status file")
+	return 0, fmt.Errorf("fleetload: no %s line in the status file", field)
 }

@@ -52,6 +52,17 @@ func TestParseHWM(t *testing.T) {
 	}
 }
 
+// VmRSS is read from its own line, not VmHWM's.
+func TestParseRSS(t *testing.T) {
+	status := "Name:\tagent\nVmHWM:\t   37120 kB\nVmRSS:\t 30000 kB\n"
+	if got, err := parseKB([]byte(status), "VmRSS"); err != nil || got != 30000<<10 {
+		t.Errorf("VmRSS %d, %v; want %d", got, err, 30000<<10)
+	}
+	if _, err := parseKB([]byte("VmHWM:\t 8 kB\n"), "VmRSS"); err == nil {
+		t.Error("no VmRSS line: no error")
+	}
+}
+
 // The readers on this process: CPU time grows while it computes, and the
 // peak RSS covers memory it touched.
 func TestProcSelf(t *testing.T) {
@@ -77,6 +88,12 @@ func TestProcSelf(t *testing.T) {
 	rss, err := PeakRSS(pid)
 	if err != nil || rss < int64(len(buf)) {
 		t.Errorf("peak RSS %d after touching %d bytes: %v", rss, len(buf), err)
+	}
+	if now, err := RSS(pid); err != nil || now < int64(len(buf)) {
+		t.Errorf("RSS %d while holding %d bytes touched: %v", now, len(buf), err)
+	}
+	if _, err := RSS(-1); err == nil {
+		t.Error("RSS of no process: no error")
 	}
 	if _, err := CPUTime(-1); err == nil {
 		t.Error("CPUTime of no process: no error")
