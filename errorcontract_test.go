@@ -256,9 +256,20 @@ func errorCases() map[string]errCase {
 			},
 			is: is(sqlitestore.ErrClosed), class: sourcecatalog.ErrStoreUnavailable,
 		},
+		"sqlitestore.ErrFileChanged": {
+			provoke: removedUnderStore,
+			is:      is(sqlitestore.ErrFileChanged), class: sourcecatalog.ErrStoreUnavailable,
+		},
+		"storeheal.ErrReplaced": {
+			provoke: removedUnderStore,
+			is:      is(storeheal.ErrReplaced), class: sourcecatalog.ErrStoreUnavailable,
+		},
 		"sqlitestore.ErrPoisoned": value(sqlitestore.ErrPoisoned, sourcecatalog.ErrStoreUnavailable),
 		"sqlitestore.ErrDiskFull": value(sqlitestore.ErrDiskFull, sourcecatalog.ErrStoreUnavailable),
 		"sqlitestore.ErrDamaged":  value(sqlitestore.ErrDamaged, sourcecatalog.ErrStoreUnavailable),
+		// A WAL file on a network file system: provoked through a fake
+		// statfs by sqlitestore's TestOpenRefusesNetworkFS.
+		"sqlitestore.ErrNetworkFileSystem": value(sqlitestore.ErrNetworkFileSystem, sourcecatalog.ErrStoreUnavailable),
 
 		// Package mysqlstore: these need a server to provoke, which
 		// mysqlstore's own tests do (TestMigrateRefusesNoSchema,
@@ -633,4 +644,15 @@ type rightReceipts struct{}
 
 func (rightReceipts) Send(_ context.Context, e outbox.Entry) (envelope.Receipt, error) {
 	return e.Receipt(), nil
+}
+
+// removedUnderStore is the error of a Store whose file was removed under
+// it, as its Ping finds it.
+func removedUnderStore(t *testing.T) error {
+	path := filepath.Join(t.TempDir(), "removed.db")
+	s, err := sqlitestore.Open(context.Background(), path)
+	require.NoError(t, err)
+	defer s.Close()
+	require.NoError(t, os.Remove(path))
+	return s.Ping(context.Background())
 }

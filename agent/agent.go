@@ -126,6 +126,13 @@ type Config struct {
 	// number, such as 1 for a receiver configured with a lower limit.
 	// Over a Transport of the caller's it keeps 1, unless set here.
 	Publisher []outbox.PublisherOption
+	// Build are the options each cycle's snapshot is built with
+	// (outbox.WithBuildOptions): none cuts chunks by the greedy rule;
+	// envelope.WithContentDefinedCuts() by the content-defined one
+	// (SPEC.md §7.2), so that a cycle changing a few records resends a
+	// few chunks — for about eight times the chunks, and an identical
+	// cycle's manifest index four times as large.
+	Build []envelope.Option
 
 	Discoverer Discoverer // the Agent's scans
 	// Interval is the time between two scans' starts (default

@@ -50,8 +50,9 @@ type Sender struct {
 }
 
 // NewSender returns the Sender cfg describes; it uses Vessel, Store, the
-// receiver (URL and credentials, or Transport), Gate, Publisher and Clock,
-// and ignores the loop's members (Discoverer, Interval, Logger). It reads
+// receiver (URL and credentials, or Transport), Gate, Publisher, Build
+// and Clock, and ignores the loop's members (Discoverer, Interval,
+// Logger). It reads
 // the credential files once, now. Over the Client it builds from URL its
 // Publisher keeps httpbinding.DefaultMaxInFlight entries in flight
 // (outbox.WithInFlight) unless Config.Publisher sets the number.
@@ -73,7 +74,7 @@ func NewSender(cfg Config) (*Sender, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = outbox.SystemClock{}
 	}
-	s := &Sender{cfg: cfg, writer: outbox.NewWriter(cfg.Store)}
+	s := &Sender{cfg: cfg, writer: outbox.NewWriter(cfg.Store, outbox.WithBuildOptions(cfg.Build...))}
 	transport := cfg.Transport
 	if transport == nil {
 		c, err := cfg.client()

@@ -157,3 +157,32 @@ func TestSenderPublishPendingAtTheEndFails(t *testing.T) {
 	assert.Equal(t, outbox.DrainGaveUp, rep.Outcome)
 	assert.Equal(t, len(late.Entries), rep.Pending)
 }
+
+// Config.Build reaches the snapshots a Sender commits: each chunk entry
+// is the chunk envelope.Build makes of the same records with the same
+// options — the greedy cut with none, the content-defined one (SPEC.md
+// §7.2) with envelope.WithContentDefinedCuts.
+func TestSenderBuildOptions(t *testing.T) {
+	ctx := context.Background()
+	recs := examples.Scaled(1500)
+	chunks := map[string]int{}
+	for _, tc := range []struct {
+		name  string
+		build []envelope.Option
+	}{{"greedy", nil}, {"content-defined", []envelope.Option{envelope.WithContentDefinedCuts()}}} {
+		s, err := agent.NewSender(agent.Config{Vessel: vessel, Store: outboxmem.New(), Transport: echo{}, Gate: agent.GateOff, Build: tc.build})
+		require.NoError(t, err)
+		com, err := s.Commit(ctx, recs)
+		require.NoError(t, err)
+		m, err := envelope.DecodeManifest(com.Entries[0].Payload)
+		require.NoError(t, err)
+		want, err := envelope.Build(envelope.Input{VesselID: vessel, SnapshotID: m.SnapshotID, Revision: m.Revision, DiscoveredAt: m.DiscoveredAt, Records: recs}, tc.build...)
+		require.NoError(t, err)
+		require.Len(t, com.Entries, 1+len(want.Chunks), tc.name)
+		for i, c := range want.Chunks {
+			assert.Equal(t, c.Canonical(), com.Entries[1+i].Payload, "%s: chunk %d", tc.name, i)
+		}
+		chunks[tc.name] = len(want.Chunks)
+	}
+	assert.NotEqual(t, chunks["greedy"], chunks["content-defined"], "the two rules cut these records apart")
+}

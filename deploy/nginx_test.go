@@ -214,7 +214,7 @@ func (p *pki) client(cert ...tls.Certificate) *http.Client {
 func startServe(t *testing.T, bin, dir string) *fleetload.Process {
 	t.Helper()
 	p, err := fleetload.Start(bin, []string{"serve", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0",
-		"--store", "sqlite:" + filepath.Join(dir, "shore.db"), "--retain", "8", "--log-format", "json",
+		"--store", "sqlite:" + filepath.Join(dir, "shore.db"), "--create-store", "--retain", "8", "--log-format", "json",
 		"--trusted-proxy", "127.0.0.1", "--trusted-proxy-header", vesselHeader,
 		"--trusted-proxy-secret-file", filepath.Join(dir, "proxy.secret")}, fleetload.StartOptions{Admin: true})
 	must(t, err)

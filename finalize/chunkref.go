@@ -23,6 +23,15 @@ type PayloadTx interface {
 	// when there is none. When several have it, any one. It never returns
 	// a chunk of another vessel, and sees the writes made earlier in the
 	// transaction: a chunk staged by it, none of a snapshot deleted by it.
+	//
+	// A store that checks what it reads back (a checksum written with the
+	// row) skips a chunk it finds damaged for another with the digest, and
+	// when every one it holds is damaged returns an error wrapping
+	// sourcecatalog.ErrHashMismatch, naming the rows, and never their
+	// bytes; the transaction stays usable. The Receiver answers a
+	// reference hash_mismatch then, and an index leaves the chunk missing
+	// (SPEC.md §6.6, §6.7), so that the sender sends the chunk whole
+	// rather than repeating a reference the store cannot serve.
 	ChunkByPayload(ctx context.Context, digest canonical.Digest) (StagedChunk, error)
 }
 
@@ -37,8 +46,9 @@ type PayloadTx interface {
 // sourcecatalog.ErrReferenceUnavailable when the store holds no chunk of
 // the vessel with the reference's payload_sha256 (or its Tx is no
 // PayloadTx), and sourcecatalog.ErrHashMismatch when the bytes it holds
-// do not decode or do not have that digest; it stages nothing then. Both
-// are located at the reference's chunk and payload_sha256.
+// do not decode or do not have that digest, or the store found them
+// damaged (see PayloadTx); it stages nothing then. Both are located at
+// the reference's chunk and payload_sha256.
 func (r *Receiver) ReceiveChunkRef(ctx context.Context, origin Origin, raw []byte) (envelope.Receipt, error) {
 	st, err := r.receive("ReceiveChunkRef", origin, func() (Staged, *Usage, error) {
 		ref, err := envelope.DecodeChunkRef(raw)
@@ -76,6 +86,9 @@ func resolver(ref *envelope.ChunkRef) func(context.Context, Tx) (*envelope.Chunk
 		switch {
 		case errors.Is(err, sourcecatalog.ErrNotFound):
 			return nil, ref.Unavailable()
+		case errors.Is(err, sourcecatalog.ErrHashMismatch):
+			return nil, sourcecatalog.Errorf(sourcecatalog.ErrHashMismatch,
+				"the records the receiver holds for this payload_sha256 are damaged; send the whole chunk: "+err.Error()).AtField("payload_sha256").InChunk(ref.Index())
 		case err != nil:
 			return nil, err
 		}

@@ -142,8 +142,8 @@ func resolveHeld(ctx context.Context, tx Tx, x *envelope.ManifestIndex, staged e
 		}
 		held, err := ptx.ChunkByPayload(ctx, x.PayloadSHA256(i))
 		switch {
-		case errors.Is(err, sourcecatalog.ErrNotFound):
-			continue
+		case errors.Is(err, sourcecatalog.ErrNotFound), errors.Is(err, sourcecatalog.ErrHashMismatch):
+			continue // none held, or only bytes the store found damaged: missing
 		case err != nil:
 			return nil, 0, err
 		}

@@ -59,6 +59,12 @@ func EndTransactions(s *Store, point hookPoint, n int) {
 // EndOutboxTransactions is EndTransactions for an Outbox.
 func EndOutboxTransactions(o *Outbox, point hookPoint, n int) { EndTransactions(o.s, point, n) }
 
+// PartBytes bounds a part of an index base.
+const PartBytes = partBytes
+
+// Statements splits DDL into statements, as Migrate does.
+var Statements = statements
+
 // Wrap is wrap: an error of the named operation, classed.
 var Wrap = wrap
 

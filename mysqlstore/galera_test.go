@@ -552,8 +552,8 @@ func BenchmarkGaleraActivation(b *testing.B) {
 	records := examples.Scaled(25600)
 	var onCluster, onSingle time.Duration
 	for range b.N {
-		onSingle += activateTimed(b, single, scaledSnapshot(b, uuid.New(), 1, records))
-		onCluster += activateTimed(b, c.nodes[0], scaledSnapshot(b, uuid.New(), 1, records))
+		onSingle += activateTimed(b, mysqlstore.New(single), scaledSnapshot(b, uuid.New(), 1, records))
+		onCluster += activateTimed(b, mysqlstore.New(c.nodes[0]), scaledSnapshot(b, uuid.New(), 1, records))
 	}
 	b.ReportMetric(ms(onCluster)/float64(b.N), "cluster_ms")
 	b.ReportMetric(ms(onSingle)/float64(b.N), "single_ms")

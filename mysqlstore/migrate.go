@@ -41,12 +41,19 @@ func AllowProductionSchema() MigrateOption {
 	return func(c *migrateConfig) { c.allowProduction = true }
 }
 
-// Migrate creates the _v2 tables in the connection's current schema. It is
-// idempotent: tables that exist are left as they are (CREATE TABLE IF NOT
-// EXISTS). It never selects another schema and never touches the v1 tables.
-// DDL is not transactional in MySQL or MariaDB: after Migrate, CheckSchema
-// verifies the result, so a table of an earlier shape, which Migrate does
-// not convert, makes Migrate return a *SchemaError.
+// Migrate creates the _v2 tables in the connection's current schema, and
+// brings tables of shape 1 (the record index in segments only) to the
+// current shape: it adds the vessel row's index_stamp (ALTER TABLE … ADD
+// COLUMN IF NOT EXISTS, a nullable column, which MariaDB adds without
+// copying the table) and creates the tables of the index's base and
+// delta. Rows are left as they are: a vessel's index of shape 1 is read
+// as it is and moved by the vessel's next activation (see index.go). It
+// is idempotent: tables that exist are otherwise left as they are (CREATE
+// TABLE IF NOT EXISTS). It never selects another schema and never touches
+// the v1 tables. DDL is not transactional in MySQL or MariaDB: after
+// Migrate, CheckSchema verifies the result, so a table of an earlier shape
+// that Migrate does not convert (times as Unix nanoseconds) makes Migrate
+// return a *SchemaError.
 func Migrate(ctx context.Context, db *sql.DB, opts ...MigrateOption) error {
 	var cfg migrateConfig
 	for _, o := range opts {
@@ -99,11 +106,13 @@ func statements(ddl string) []string {
 
 // requiredColumns lists every table and column the package reads or writes.
 var requiredColumns = map[string][]string{
-	"signalk_catalog_vessels_v2":        {"vessel_id", "active_snapshot_id", "active_revision", "active_discovered_at_sec", "active_discovered_at_nsec", "active_document_sha256", "lock_token"},
+	"signalk_catalog_vessels_v2":        {"vessel_id", "active_snapshot_id", "active_revision", "active_discovered_at_sec", "active_discovered_at_nsec", "active_document_sha256", "lock_token", "index_stamp"},
 	"signalk_catalog_snapshots_v2":      {"vessel_id", "snapshot_id", "revision", "state", "final_status", "manifest", "manifest_sha256", "chunk_count", "record_count", "chunks_staged", "staged_bytes", "reason"},
 	"signalk_catalog_chunks_v2":         {"vessel_id", "snapshot_id", "chunk_index", "payload_sha256", "chunk_canonical"},
 	"signalk_catalog_index_v2":          {"vessel_id", "entries"},
 	"signalk_catalog_index_segments_v2": {"vessel_id", "segment_id", "entries"},
+	"signalk_catalog_index_base_v2":     {"vessel_id", "part", "entries"},
+	"signalk_catalog_index_delta_v2":    {"vessel_id", "puts", "dels"},
 	"signalk_catalog_paths_v2":          {"vessel_id", "path", "unit_present", "unit", "record", "first_seen_revision", "first_seen_at_sec", "first_seen_at_nsec", "last_seen_revision", "last_seen_at_sec", "last_seen_at_nsec", "currently_observed"},
 	"signalk_catalog_sources_v2":        {"vessel_id", "source_ref", "label", "source_type", "record", "first_seen_revision", "first_seen_at_sec", "first_seen_at_nsec", "last_seen_revision", "last_seen_at_sec", "last_seen_at_nsec", "currently_observed"},
 	"signalk_catalog_observations_v2": {"vessel_id", "observation_key", "path", "source_ref", "value_type", "record",

@@ -27,8 +27,13 @@ CREATE TABLE IF NOT EXISTS signalk_catalog_vessels_v2 (
   active_document_sha256 BINARY(32) NULL,
   lock_token           BIGINT      NOT NULL DEFAULT 0,
   updated_at           TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6) ON UPDATE CURRENT_TIMESTAMP(6),
+  index_stamp          BIGINT      NULL,
   PRIMARY KEY (vessel_id)
 ) ENGINE=InnoDB;
+
+-- index_stamp names the vessel's record index as last written (see
+-- mysqlstore's index.go); added to the tables of shape 1, which lacked it.
+ALTER TABLE signalk_catalog_vessels_v2 ADD COLUMN IF NOT EXISTS index_stamp BIGINT NULL;
 
 CREATE TABLE IF NOT EXISTS signalk_catalog_snapshots_v2 (
   vessel_id       BINARY(16)   NOT NULL,
@@ -60,17 +65,32 @@ CREATE TABLE IF NOT EXISTS signalk_catalog_chunks_v2 (
 ) ENGINE=InnoDB;
 
 -- The record index of each vessel's active snapshot (keys and record
--- hashes), one value replaced when the active document changes.
+-- hashes; see mysqlstore's index.go): a base, in parts, and the delta from
+-- it, written when the active document changes.
+CREATE TABLE IF NOT EXISTS signalk_catalog_index_base_v2 (
+  vessel_id BINARY(16)        NOT NULL,
+  part      SMALLINT UNSIGNED NOT NULL,
+  entries   MEDIUMBLOB        NOT NULL,
+  PRIMARY KEY (vessel_id, part)
+) ENGINE=InnoDB;
+
+CREATE TABLE IF NOT EXISTS signalk_catalog_index_delta_v2 (
+  vessel_id BINARY(16) NOT NULL,
+  puts      MEDIUMBLOB NOT NULL,
+  dels      MEDIUMBLOB NOT NULL,
+  PRIMARY KEY (vessel_id)
+) ENGINE=InnoDB;
+
+-- The index as earlier shapes of these tables kept it, read until the
+-- vessel's next activation moves it to the base and delta: one value,
+-- then segments (runs of consecutive entries). A vessel moved keeps one
+-- segment, a marker that code of those shapes cannot read.
 CREATE TABLE IF NOT EXISTS signalk_catalog_index_v2 (
   vessel_id BINARY(16) NOT NULL,
   entries   LONGBLOB   NOT NULL,
   PRIMARY KEY (vessel_id)
 ) ENGINE=InnoDB;
 
--- The same index in segments: runs of consecutive entries (see
--- mysqlstore's index.go), so that a new document rewrites only the
--- segments whose records changed. signalk_catalog_index_v2 is read for a
--- vessel that has no segments yet; writing the index empties it.
 CREATE TABLE IF NOT EXISTS signalk_catalog_index_segments_v2 (
   vessel_id  BINARY(16) NOT NULL,
   segment_id BINARY(32) NOT NULL,

@@ -48,8 +48,10 @@
 //
 // Activation writes the inventory with batched multi-row statements, their
 // values written in as literals (each statement within 1 MiB, far below
-// any server's max_allowed_packet), and the record index in segments, so
-// that a new document rewrites only the segments holding its changes.
+// any server's max_allowed_packet), and the record index as a base and a
+// delta, so that a new document writes only the index entries it changes;
+// the Store keeps the decoded index of a few vessels, so that an
+// activation reads none of it (index.go).
 package mysqlstore
 
 import (
@@ -66,6 +68,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/yachtmemory/sourcecatalog"
 	"github.com/yachtmemory/sourcecatalog/finalize"
+	"github.com/yachtmemory/sourcecatalog/internal/indexblob"
 )
 
 // Store is a finalize.Store on a MySQL/MariaDB database whose current
@@ -77,6 +80,7 @@ type Store struct {
 	retryable func(error) bool
 	onRetry   func(number uint16)
 	mode      galeraMode
+	indexes   *indexblob.Cache[*storedIndex]                        // decoded record indexes, by stamp (index.go)
 	hook      func(ctx context.Context, point hookPoint, q querier) // tests only
 	galera    struct {
 		mu      sync.Mutex
@@ -139,7 +143,7 @@ func WithGalera(on bool) Option {
 
 // New returns a Store over db.
 func New(db *sql.DB, opts ...Option) *Store {
-	s := &Store{db: db, retries: 8, batch: 500, retryable: IsRetryable}
+	s := &Store{db: db, retries: 8, batch: 500, retryable: IsRetryable, indexes: newIndexCache()}
 	for _, o := range opts {
 		o(s)
 	}
@@ -195,17 +199,25 @@ func ErrorNumber(err error) (uint16, bool) {
 
 // WithVessel implements finalize.Store.
 func (s *Store) WithVessel(ctx context.Context, vesselID uuid.UUID, fn func(finalize.Tx) error) error {
-	return s.retry(ctx, func() error {
-		t := &tx{s: s, vessel: vesselID[:]}
+	var t *tx
+	err := s.retry(ctx, func() error {
+		t = &tx{s: s, vessel: vesselID[:]}
 		return s.transact(ctx, vesselsTable, vesselID[:], vesselColumns, t.row.dest(), func(c *txConn) error {
 			t.tx, t.conn = c, c
 			defer func() { t.done = true }()
 			if err := t.lockedRow(); err != nil {
 				return err
 			}
-			return fn(t)
+			if err := fn(t); err != nil {
+				return err
+			}
+			return t.writeStamp(ctx)
 		})
 	})
+	if err == nil && t.cache != nil {
+		s.indexes.Put(t.vessel, t.row.stamp.Int64, t.cache.size(), t.cache)
+	}
+	return err
 }
 
 // retry runs attempt, one whole transaction, until it succeeds or fails

@@ -40,8 +40,12 @@ type tx struct {
 	// rows, kept up to date by PutChunk and DeleteSnapshot.
 	stagedOf *uuid.UUID
 	staged   map[int]canonical.Digest
-	index    *indexState // the stored index as Index read it or SetIndex wrote it, when not nil
-	done     bool
+	index    *storedIndex // the stored index as read or written, when not nil
+	cache    *storedIndex // the index to cache under row.stamp once the transaction commits, when not nil
+	// stampPending: SetIndex drew row.stamp, which the vessel row does
+	// not hold yet (see writeStamp).
+	stampPending bool
+	done         bool
 }
 
 func (t *tx) check() {
@@ -72,7 +76,7 @@ const vesselsTable = "signalk_catalog_vessels_v2"
 // vesselColumns are the columns of the vessel row that the lock reads
 // (see transact), into a vesselRow.
 const vesselColumns = `active_snapshot_id, active_revision,
-	active_discovered_at_sec, active_discovered_at_nsec, active_document_sha256`
+	active_discovered_at_sec, active_discovered_at_nsec, active_document_sha256, index_stamp`
 
 // vesselRow holds the vesselColumns as read.
 type vesselRow struct {
@@ -80,9 +84,12 @@ type vesselRow struct {
 	revision  int64
 	sec       sql.NullInt64
 	nsec      sql.NullInt32
+	stamp     sql.NullInt64 // the record index's (see index.go), NULL before the first SetIndex of this shape
 }
 
-func (r *vesselRow) dest() []any { return []any{&r.snap, &r.revision, &r.sec, &r.nsec, &r.doc} }
+func (r *vesselRow) dest() []any {
+	return []any{&r.snap, &r.revision, &r.sec, &r.nsec, &r.doc, &r.stamp}
+}
 
 // lockedRow takes the active pointer from the vessel row that the lock
 // read.
@@ -116,6 +123,8 @@ func (t *tx) Vessel(ctx context.Context) (finalize.VesselState, error) {
 	return t.state, ctx.Err()
 }
 
+// SetVessel writes the active pointer, and the index's stamp when SetIndex
+// drew one (see writeStamp), in one statement.
 func (t *tx) SetVessel(ctx context.Context, v finalize.VesselState) error {
 	t.check()
 	var snap, doc, sec, nsec any
@@ -123,13 +132,19 @@ func (t *tx) SetVessel(ctx context.Context, v finalize.VesselState) error {
 		snap, doc = v.ActiveSnapshot[:], v.ActiveDocument[:]
 		sec, nsec = unixTime(v.ActiveDiscoveredAt)
 	}
-	_, err := t.exec(ctx, `UPDATE signalk_catalog_vessels_v2
+	q := `UPDATE signalk_catalog_vessels_v2
 		SET active_snapshot_id = ?, active_revision = ?, active_discovered_at_sec = ?, active_discovered_at_nsec = ?,
-		active_document_sha256 = ? WHERE vessel_id = ?`, snap, v.ActiveRevision, sec, nsec, doc, t.vessel)
-	if err != nil {
+		active_document_sha256 = ?`
+	args := []any{snap, v.ActiveRevision, sec, nsec, doc}
+	if t.stampPending {
+		q += `, index_stamp = ?`
+		args = append(args, t.row.stamp.Int64)
+	}
+	if _, err := t.exec(ctx, q+` WHERE vessel_id = ?`, append(args, t.vessel)...); err != nil {
 		return wrap("set vessel", err)
 	}
 	t.state = v
+	t.stampPending = false
 	return nil
 }
 

@@ -170,8 +170,9 @@ func stagingGauge(name, help string) *prometheus.GaugeVec {
 // WatchStore registers the metrics of the store's health, read from
 // status (a storeheal.Handle's Status) at each scrape:
 // sourcecatalog_store_state{state}, 1 for the state the store is in and 0
-// for the others, sourcecatalog_store_poisonings_total and
-// sourcecatalog_store_reopens_total{result}. It returns an error wrapping
+// for the others, sourcecatalog_store_poisonings_total,
+// sourcecatalog_store_replacements_total (those poisonings whose cause
+// wraps storeheal.ErrReplaced) and sourcecatalog_store_reopens_total{result}. It returns an error wrapping
 // sourcecatalog.ErrInvalidValue, and registers nothing, when status is nil
 // or the metrics cannot be registered (WatchStore was called before).
 func (m *Metrics) WatchStore(status func() storeheal.Status) error {
@@ -190,6 +191,10 @@ func (m *Metrics) WatchStore(status func() storeheal.Status) error {
 			Namespace: Namespace, Name: "store_poisonings_total",
 			Help: "Failures that poisoned the store handle (an I/O error, a full disk, a failed commit, a lost database connection), each followed by a reopen.",
 		}, func() float64 { return float64(status().Poisonings) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "store_replacements_total",
+			Help: "Poisonings because the store was removed, replaced or moved away under its handle (a SQLite file deleted, renamed, or another file or a copy put in its place); the handle then reopens only the store it had open, so it stays reopening until that file is back or the service is restarted to accept the one now there.",
+		}, func() float64 { return float64(status().Replacements) }),
 		storeReopens("ok", func() int64 { return status().Reopens }),
 		storeReopens("error", func() int64 { return status().FailedReopens }),
 	)

@@ -196,7 +196,7 @@ func TestRegisterAllOrNone(t *testing.T) {
 // The store's metrics follow its status at each scrape.
 func TestWatchStore(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
-	st := storeheal.Status{State: storeheal.Reopening, Poisonings: 2, Reopens: 1, FailedReopens: 3}
+	st := storeheal.Status{State: storeheal.Reopening, Poisonings: 2, Reopens: 1, FailedReopens: 3, Replacements: 1}
 	if err := mustNew(t, reg).WatchStore(func() storeheal.Status { return st }); err != nil {
 		t.Fatal(err)
 	}
@@ -204,6 +204,9 @@ func TestWatchStore(t *testing.T) {
 # HELP sourcecatalog_store_poisonings_total Failures that poisoned the store handle (an I/O error, a full disk, a failed commit, a lost database connection), each followed by a reopen.
 # TYPE sourcecatalog_store_poisonings_total counter
 sourcecatalog_store_poisonings_total 2
+# HELP sourcecatalog_store_replacements_total Poisonings because the store was removed, replaced or moved away under its handle (a SQLite file deleted, renamed, or another file or a copy put in its place); the handle then reopens only the store it had open, so it stays reopening until that file is back or the service is restarted to accept the one now there.
+# TYPE sourcecatalog_store_replacements_total counter
+sourcecatalog_store_replacements_total 1
 # HELP sourcecatalog_store_reopens_total Attempts to reopen the store after a poisoning, by result (ok, or error: the attempt failed and is retried after a backoff).
 # TYPE sourcecatalog_store_reopens_total counter
 sourcecatalog_store_reopens_total{result="error"} 3

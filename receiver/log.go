@@ -2,6 +2,7 @@ package receiver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 
@@ -33,12 +34,16 @@ func (l Log) logger() *slog.Logger {
 }
 
 // Store logs each change of a storeheal Handle's status: "store
-// poisoned" (ERROR, with the cause), "store reopening" (WARN), each
+// poisoned" (ERROR, with the cause), or "store file removed or replaced"
+// (ERROR) when the cause wraps storeheal.ErrReplaced, "store reopening" (WARN), each
 // "store reopen failed" (WARN, with the attempts and the error) and
 // "store reopened" (INFO).
 func (l Log) Store(s storeheal.Status) {
 	log, state := l.logger(), s.State.String()
 	switch {
+	case s.State == storeheal.Poisoned && errors.Is(s.Cause, storeheal.ErrReplaced):
+		log.Error("store file removed or replaced: refusing requests; only the file it had open is reopened (put it back, or restart to accept the file now at the path)",
+			"state", state, "err", s.Cause, "replacements", s.Replacements)
 	case s.State == storeheal.Poisoned:
 		log.Error("store poisoned: refusing requests until it is reopened", "state", state, "err", s.Cause)
 	case s.State == storeheal.Reopening && s.Attempts == 0 && s.LastErr != nil:

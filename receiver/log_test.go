@@ -2,6 +2,7 @@ package receiver_test
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"testing"
 	"time"
@@ -37,6 +38,10 @@ func TestLog(t *testing.T) {
 	}{
 		{"store poisoned", func(l receiver.Log) { l.Store(storeheal.Status{State: storeheal.Poisoned, Cause: cause}) },
 			"store poisoned: refusing requests until it is reopened", "ERROR", map[string]any{"state": "poisoned", "err": "disk I/O error"}},
+		{"store file replaced", func(l receiver.Log) {
+			l.Store(storeheal.Status{State: storeheal.Poisoned, Cause: fmt.Errorf("shore.db removed: %w", storeheal.ErrReplaced), Replacements: 1})
+		}, "store file removed or replaced: refusing requests; only the file it had open is reopened (put it back, or restart to accept the file now at the path)", "ERROR",
+			map[string]any{"state": "poisoned", "replacements": float64(1)}},
 		{"store reopening", func(l receiver.Log) { l.Store(storeheal.Status{State: storeheal.Reopening, Cause: cause}) },
 			"store reopening", "WARN", map[string]any{"state": "reopening", "close_err": nil}},
 		{"store reopening, the close failed", func(l receiver.Log) {

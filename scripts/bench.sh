@@ -21,6 +21,10 @@
 #                            provisioned as scripts/test.sh does, or, when
 #                            that cannot be done (not root, not installed),
 #                            the MariaDB rows say they were skipped.
+#   SOURCECATALOG_MYSQL_DIR  the scripts/mariadb.sh directory of that server,
+#                            which the heal benchmark stops and starts again
+#                            (set for the throwaway one; unset, that row says
+#                            it was skipped)
 #   MARIADB_PORT             first port to try for the throwaway server
 #
 # The service benchmark counts SQLite's fsyncs with strace; without it
@@ -106,11 +110,13 @@ bench . ./httpbinding/ '^BenchmarkCycleBytes$' 1x
 bench . ./outbox/ '^BenchmarkChunkRefs$' 5x
 bench . ./internal/linkbench/ '^BenchmarkLink$' 1x
 
-if [[ -z ${SOURCECATALOG_MYSQL_DSN:-} ]] && { wants '^BenchmarkB5Activation$' || wants '^BenchmarkB6' || wants '^BenchmarkServeFleet$'; }; then
+if [[ -z ${SOURCECATALOG_MYSQL_DSN:-} ]] && { wants '^BenchmarkB5Activation$' || wants '^BenchmarkB6' || wants '^BenchmarkServeFleet$' || wants '^BenchmarkHealUnderWrites$'; }; then
   if mdb_find_server >/dev/null 2>&1 || [[ $(id -u) -eq 0 ]]; then
     log "provisioning a throwaway MariaDB"
     MDB_DIR=$(mktemp -d "${TMPDIR:-/tmp}/sourcecatalog-bench-mariadb.XXXXXX")
-    if ! { mdb_install && mdb_start "$MDB_DIR"; }; then # mdb_start exports the DSN
+    if { mdb_install && mdb_start "$MDB_DIR"; }; then # mdb_start exports the DSN
+      export SOURCECATALOG_MYSQL_DIR=$MDB_DIR          # the heal benchmark restarts it
+    else
       echo "BenchmarkB5 skipped: MariaDB could not be provisioned" >>"$notes"
     fi
   else
@@ -127,6 +133,17 @@ if [[ -n ${SOURCECATALOG_MYSQL_DSN:-} ]]; then
 else
   echo "BenchmarkB6 skipped: no MariaDB, as for B5" >>"$notes"
 fi
+
+# Healing under writes (receiver/heal_bench_test.go): a full disk and a
+# read-only directory under SQLite (root: it mounts tmpfs), a MariaDB
+# restart (the throwaway server above, or SOURCECATALOG_MYSQL_DIR's).
+if [[ $(id -u) -ne 0 ]]; then
+  echo "BenchmarkHealUnderWrites/sqlite skipped: not root (the faults mount a tmpfs)" >>"$notes"
+fi
+if [[ -z ${SOURCECATALOG_MYSQL_DIR:-} ]]; then
+  echo "BenchmarkHealUnderWrites/mysql-restart skipped: no SOURCECATALOG_MYSQL_DIR, the server to restart" >>"$notes"
+fi
+bench . ./receiver/ '^BenchmarkHealUnderWrites$' 1x
 
 # The service benchmark: serve as a process on each store against its
 # floors (internal/fleetload/fleet_bench_test.go), fsyncs counted by strace.
@@ -229,6 +246,7 @@ board writes, example: growth + journal vs first|BenchmarkBoardWrites/example|gr
 B5 MariaDB first activation vs floor|BenchmarkB5Activation|x_floor|ms|first_ms|floor_ms|<=|3
 B5 MariaDB identical vs first|BenchmarkB5Activation|identical_x_first|xfirst||first_ms|<=|0.02
 B5 MariaDB 1 % changed vs first|BenchmarkB5Activation|changed1pct_x_first|xfirst||first_ms|<=|0.05
+B5 MariaDB 1 % changed, new Store vs first|BenchmarkB5Activation|changed1pct_cold_x_first|xfirst||first_ms|<=|0.05
 B6 fleet round 1 vs floor|BenchmarkB6Fleet|x_floor|ms|round1_ms|floor_ms||
 B6 fleet round 1 vs inventory floor|BenchmarkB6Fleet|x_inventory_floor|ms|round1_ms|inventory_floor_ms|<=|1.3
 B6 fleet round 2 (identical) vs round 1|BenchmarkB6Fleet|round2_x_round1|ms|round2_ms|round1_ms||
@@ -238,6 +256,7 @@ discover sample boat vs read+Unmarshal|BenchmarkDiscover/sample|x_floor|floor|||
 discover sample boat memory vs floor|BenchmarkDiscover/sample|alloc_x_floor|ratio|||<=|3
 discover 25,600 records vs read+Unmarshal|BenchmarkDiscover/synthetic|x_floor|floor|||<=|2
 discover 25,600 records memory vs floor|BenchmarkDiscover/synthetic|alloc_x_floor|ratio|||<=|3
+discover 25,600 records worst pair vs read+Unmarshal|BenchmarkDiscover/synthetic|x_floor_max|floor|||<=|2
 cycle, typical: identical (as sent) vs first plain|BenchmarkCycleBytes/typical/greedy|identical_x_first|ratio|||<=|0.01
 cycle, typical: identical, requests|BenchmarkCycleBytes/typical/greedy|identical_requests|ratio|||<=|2
 cycle, typical: 1 % changed plain vs first plain, greedy cut|BenchmarkCycleBytes/typical/greedy|changed_x_first|ratio|||<=|0.10
@@ -262,6 +281,9 @@ bytes, typical boat: 1 % changed, reference|BenchmarkChunkRefs/typical|changed-o
 bytes, typical boat: 1 % changed, reference + gzip|BenchmarkChunkRefs/typical|changed-on-gzip/first|ratio|||<=|0.60
 shore time, identical round by reference vs first|BenchmarkChunkRefs/typical|identical-cpu/first|ratio|||<=|0.20
 shore floor: one verification of the staged set vs first|BenchmarkChunkRefs/typical|verify-floor/first|ratio|||
+heal: SQLite disk full, 503 after mended|BenchmarkHealUnderWrites/sqlite-diskfull|heal_max_s|peak|||<=|2
+heal: SQLite read-only dir, 503 after mended|BenchmarkHealUnderWrites/sqlite-readonly|heal_max_s|peak|||<=|2
+heal: MariaDB restart, 503 after it answers|BenchmarkHealUnderWrites/mysql-restart|heal_max_s|peak|||<=|2
 link VSAT, typical cold: first snapshot vs floor|BenchmarkLink/typical/cold|first_x_floor|ms|first_wall_ms|first_floor_ms|<=|2
 link VSAT, typical cold: identical vs floor|BenchmarkLink/typical/cold|identical_x_floor|ms|identical_wall_ms|identical_floor_ms|<=|2
 link VSAT, typical cold: 1 % changed vs floor|BenchmarkLink/typical/cold|changed-1pct_x_floor|ms|changed-1pct_wall_ms|changed-1pct_floor_ms|<=|2

@@ -249,7 +249,7 @@ func (s *Store) finish(open, commit bool) error {
 		s.rollback()
 		return fmt.Errorf("sqlitestore: commit: %w: %w", ErrPoisoned, err)
 	}
-	return nil
+	return s.checkMoved("commit")
 }
 
 // savepoint runs a SAVEPOINT, RELEASE or ROLLBACK TO statement of the

@@ -3,6 +3,9 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
+	"fmt"
+	"math"
+	"strings"
 
 	"github.com/google/uuid"
 	"github.com/yachtmemory/sourcecatalog"
@@ -17,31 +20,44 @@ var (
 )
 
 // ChunkByPayload implements finalize.PayloadTx over the chunks_payload
-// index (schema version 4). The row is checked against its checksum like
-// every chunk read: a damaged row is ErrDamaged, never bytes passed on.
+// index (schema version 4). Every row is checked against its checksum,
+// like every chunk read, and a damaged row's bytes are never handed out:
+// the rows with the digest are read newest first, a damaged one is
+// skipped for the next, and when every row held is damaged the error
+// wraps sourcecatalog.ErrHashMismatch, naming them, and leaves the
+// transaction usable (SPEC.md §6.6: the sender then sends the chunk
+// whole, whose row, newer, resolves the next reference to that digest).
 func (t *tx) ChunkByPayload(ctx context.Context, digest canonical.Digest) (finalize.StagedChunk, error) {
-	var c finalize.StagedChunk
-	var snap, payload []byte
-	var stored sql.NullInt64
-	found, err := t.queryRow(ctx, "read chunk by payload", `SELECT snapshot_id, chunk_index, payload_sha256, chunk_canonical, checksum
-		FROM chunks WHERE vessel_id = ? AND payload_sha256 = ? LIMIT 1`, []any{t.vessel, digest[:]},
-		&snap, &c.Index, &payload, &c.Canonical, &stored)
-	switch {
-	case err != nil:
-		return c, err
-	case !found:
-		return c, sourcecatalog.ErrNotFound
+	var damaged []string
+	for before := int64(math.MaxInt64); ; {
+		var c finalize.StagedChunk
+		var snap, payload []byte
+		var stored sql.NullInt64
+		found, err := t.queryRow(ctx, "read chunk by payload", `SELECT rowid, snapshot_id, chunk_index, payload_sha256, chunk_canonical, checksum
+			FROM chunks WHERE vessel_id = ? AND payload_sha256 = ? AND rowid < ? ORDER BY rowid DESC LIMIT 1`,
+			[]any{t.vessel, digest[:], before}, &before, &snap, &c.Index, &payload, &c.Canonical, &stored)
+		switch {
+		case err != nil:
+			return finalize.StagedChunk{}, err
+		case !found && len(damaged) > 0:
+			return finalize.StagedChunk{}, sourcecatalog.Errorf(sourcecatalog.ErrHashMismatch, fmt.Sprintf(
+				"sqlitestore: vessel %s: every chunk held with payload %s is damaged (%s): it does not match the checksum written with it",
+				vesselText(t.vessel), digest, strings.Join(damaged, ", ")))
+		case !found:
+			return finalize.StagedChunk{}, sourcecatalog.ErrNotFound
+		}
+		id, err := uuid.FromBytes(snap)
+		if err == nil {
+			err = t.checkChunk(id, c.Index, payload, c.Canonical, stored)
+		}
+		if err != nil {
+			damaged = append(damaged, fmt.Sprintf("snapshot %s chunk %d", vesselText(snap), c.Index))
+			continue
+		}
+		c.Snapshot = id
+		copy(c.Payload[:], payload)
+		return c, nil
 	}
-	id, err := uuid.FromBytes(snap)
-	if err == nil {
-		err = t.checkChunk(id, c.Index, payload, c.Canonical, stored)
-	}
-	if err != nil {
-		return finalize.StagedChunk{}, t.fail(ctx, "read chunk by payload", damagedRow("vessel %s chunk by payload %s", vesselText(t.vessel), digest))
-	}
-	c.Snapshot = id
-	copy(c.Payload[:], payload)
-	return c, nil
 }
 
 // DeliveredChunk implements outbox.DeliveredTx. A chunk entry stored

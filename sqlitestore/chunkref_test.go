@@ -18,9 +18,9 @@ import (
 
 // TestChunkRefLookups: a file of an older schema migrates to version 4,
 // whose indexes serve the lookups by payload digest of chunk references
-// (with version 5's shared bodies);
-// the lookups find the migrated rows, and a damaged row is ErrDamaged,
-// never bytes passed on.
+// (with version 5's shared bodies); the lookups find the migrated rows,
+// and a damaged row is hash_mismatch, never bytes passed on, and fails no
+// transaction.
 func TestChunkRefLookups(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "v2.db")
@@ -60,8 +60,9 @@ func TestChunkRefLookups(t *testing.T) {
 
 	require.NoError(t, s.Exec(ctx, `UPDATE chunks SET chunk_canonical = x'64'`))
 	_, err = find()
-	require.ErrorIs(t, err, sqlitestore.ErrDamaged)
-	require.Equal(t, sourcecatalog.ErrStoreUnavailable, sourcecatalog.Class(err))
+	require.ErrorIs(t, err, sourcecatalog.ErrHashMismatch, "a damaged row: the sender sends the chunk whole")
+	require.Equal(t, sourcecatalog.ErrHashMismatch, sourcecatalog.Class(err))
+	require.Contains(t, err.Error(), "snapshot "+snap.String()+" chunk 0")
 	require.NoError(t, s.Close())
 
 	db, err := sql.Open("sqlite3", "file:"+path)

@@ -6,12 +6,14 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 	"github.com/yachtmemory/sourcecatalog"
+	"github.com/yachtmemory/sourcecatalog/canonical"
 	"github.com/yachtmemory/sourcecatalog/envelope"
 	"github.com/yachtmemory/sourcecatalog/examples"
 	"github.com/yachtmemory/sourcecatalog/finalize"
@@ -382,6 +384,19 @@ func TestDamagedManifest(t *testing.T) {
 	}
 }
 
+// receiveWhole has r receive every entry whole, manifest and chunks.
+func receiveWhole(t *testing.T, r *finalize.Receiver, origin finalize.Origin, entries []outbox.Entry) {
+	t.Helper()
+	for _, e := range entries {
+		fn := r.ReceiveChunk
+		if e.ChunkIndex < 0 {
+			fn = r.ReceiveManifest
+		}
+		_, err := fn(context.Background(), origin, e.Payload)
+		require.NoError(t, err)
+	}
+}
+
 // TestDamagedIdenticalChunk flips one byte inside a staged chunk of a set
 // identical to the active snapshot, which Finalize verifies by identity
 // without decoding it (SPEC.md §8.4): reading it fails with ErrDamaged,
@@ -398,17 +413,7 @@ func TestDamagedIdenticalChunk(t *testing.T) {
 		require.NoError(t, err)
 		return c.Entries
 	}
-	receive := func(r *finalize.Receiver, entries []outbox.Entry) {
-		t.Helper()
-		for _, e := range entries {
-			fn := r.ReceiveChunk
-			if e.ChunkIndex < 0 {
-				fn = r.ReceiveManifest
-			}
-			_, err := fn(ctx, origin, e.Payload)
-			require.NoError(t, err)
-		}
-	}
+	receive := func(r *finalize.Receiver, entries []outbox.Entry) { receiveWhole(t, r, origin, entries) }
 	first, same := cycle(1), cycle(2)
 	require.Greater(t, len(same), 2, "fixture: chunks")
 	fs := newMemFS()
@@ -438,4 +443,122 @@ func TestDamagedIdenticalChunk(t *testing.T) {
 	out, err = r.Finalize(ctx, damageVessel, same[0].SnapshotID)
 	require.NoError(t, err)
 	require.Equal(t, finalize.Activated, out.Status)
+}
+
+// TestDamagedChunkBehindDigest damages rows that chunk references and
+// manifest indexes resolve from. A digest whose every row is damaged is
+// hash_mismatch to a reference — every time, the transaction usable — and
+// a missing chunk to an index, so the sender sends the chunk whole; that
+// chunk's row then resolves the next reference. A damaged row is skipped
+// for an undamaged one with the digest, older or newer.
+func TestDamagedChunkBehindDigest(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	origin := finalize.Origin{VesselID: damageVessel}
+	w := outbox.NewWriter(outboxmem.New(), outbox.WithRevisionFloor(false))
+	records := examples.Scaled(500)
+	// Every other cycle changes its last path: no set is identical to the
+	// active one (which Finalize would compare with, reading its chunks),
+	// and the chunks before the change keep their digests.
+	cycle := func(n int) []outbox.Entry {
+		recs := records
+		if n%2 == 0 {
+			recs = examples.WithChangedUnits(records, 1)
+		}
+		c, err := w.Commit(ctx, outbox.NewCycle(damageVessel, time.Date(2026, 5, 1, 12, n, 0, 0, time.UTC), recs))
+		require.NoError(t, err)
+		return c.Entries
+	}
+	digests := func(entries []outbox.Entry) []canonical.Digest {
+		var ds []canonical.Digest
+		for _, e := range entries[1:] {
+			c, err := envelope.DecodeChunk(e.Payload)
+			require.NoError(t, err)
+			ds = append(ds, c.PayloadSHA256())
+		}
+		return ds
+	}
+	s, _ := open(t)
+	r := receiver(s)
+	damage := func(entries []outbox.Entry, chunk int) {
+		t.Helper()
+		require.NoError(t, s.Exec(ctx, `UPDATE chunks SET chunk_canonical = x'7b7d' WHERE snapshot_id = ? AND chunk_index = ?`,
+			entries[0].SnapshotID[:], chunk))
+	}
+	ref := func(e outbox.Entry) []byte {
+		c, err := envelope.DecodeChunk(e.Payload)
+		require.NoError(t, err)
+		return envelope.NewChunkRef(c).Canonical()
+	}
+	index := func(entries []outbox.Entry) []byte {
+		m, err := envelope.DecodeManifest(entries[0].Payload)
+		require.NoError(t, err)
+		x, err := envelope.NewManifestIndex(m, digests(entries))
+		require.NoError(t, err)
+		return x.Canonical()
+	}
+	activate := func(entries []outbox.Entry) {
+		t.Helper()
+		out, err := r.Finalize(ctx, damageVessel, entries[0].SnapshotID)
+		require.NoError(t, err)
+		require.Equal(t, finalize.Activated, out.Status)
+	}
+
+	first := cycle(1)
+	require.Greater(t, len(first), 3, "fixture: chunks")
+	receiveWhole(t, r, origin, first)
+	activate(first)
+	second := cycle(2)
+	held, changed := digests(first), digests(second)
+	var same []int // chunks of the same digest in both cycles
+	for i, d := range changed {
+		if i < len(held) && held[i] == d {
+			same = append(same, i)
+		}
+	}
+	require.GreaterOrEqual(t, len(same), 2, "fixture: unchanged chunks")
+	older, newer := same[0], same[1]
+	damage(first, older) // the only row with its digest
+
+	var missing envelope.ChunkSet
+	for i, d := range changed {
+		if i == older || !slices.Contains(held, d) {
+			missing.Add(i)
+		}
+	}
+	require.Less(t, missing.Len(), len(changed), "fixture: chunks resolved")
+	rc, err := r.ReceiveManifestIndex(ctx, origin, index(second))
+	require.NoError(t, err)
+	require.Equal(t, missing, rc.Missing, "the damaged chunk is missing, the others held resolved")
+	for range 2 { // the same answer each time
+		_, err = r.ReceiveChunkRef(ctx, origin, ref(second[older+1]))
+		require.ErrorIs(t, err, sourcecatalog.ErrHashMismatch)
+		p := sourcecatalog.Problems(err)[0]
+		require.Equal(t, older, p.Chunk)
+		require.Equal(t, "payload_sha256", p.Field)
+	}
+	for _, e := range second[1:] {
+		if missing.Has(e.ChunkIndex) { // sent whole
+			_, err = r.ReceiveChunk(ctx, origin, e.Payload)
+			require.NoError(t, err)
+		}
+	}
+	activate(second)
+
+	third := cycle(3)
+	_, err = r.ReceiveManifest(ctx, origin, third[0].Payload)
+	require.NoError(t, err)
+	for _, e := range third[1:] {
+		rc, err := r.ReceiveChunkRef(ctx, origin, ref(e))
+		require.NoError(t, err, "chunk %d: resolved past the damaged row", e.ChunkIndex)
+		require.Equal(t, envelope.Staged, rc.Status)
+	}
+	activate(third)
+
+	damage(third, newer) // the newest row with its digest: older ones resolve
+	fourth := cycle(4)
+	rc, err = r.ReceiveManifestIndex(ctx, origin, index(fourth))
+	require.NoError(t, err)
+	require.Equal(t, envelope.ChunkSet{}, rc.Missing)
+	activate(fourth)
 }

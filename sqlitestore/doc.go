@@ -90,6 +90,16 @@
 // SQLITE_FULL, or ENOSPC or EDQUOT from the file system, which the Store's
 // files map to SQLITE_FULL — also wraps ErrDiskFull ("disk full").
 //
+// A file removed, renamed away or replaced by another (another store, a
+// copy of this one) while the Store has it open poisons the Store with
+// ErrFileChanged: the Store compares the device and inode of the file it
+// opened with what its path names after every COMMIT, before any caller
+// of the batch is answered, and at every Ping, so that nothing is
+// acknowledged into a file the path no longer names. A Source reopens
+// only the file it opened first, never another at the path nor a new
+// one; Open creates a missing file unless WithExistingFile (or
+// WithReadOnly) says not to.
+//
 // # Damage
 //
 // SQLite reads a file cut inside its last page as if the missing bytes
@@ -105,7 +115,9 @@
 // share — carries a CRC-32C
 // checksum written with it and checked at every read: a row damaged at
 // rest fails with ErrDamaged, naming the row, and its bytes are never
-// handed out.
+// handed out. A reference or an index resolving a chunk by its digest
+// skips a damaged row for another with the digest, and answers
+// hash_mismatch when every one is damaged (SPEC.md §6.6).
 //
 // # Schema
 //

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ncruces/go-sqlite3"
 	"github.com/yachtmemory/sourcecatalog"
+	"github.com/yachtmemory/sourcecatalog/storeheal"
 )
 
 // Errors of the package. Each wraps sourcecatalog.ErrStoreUnavailable, the
@@ -41,11 +42,26 @@ var (
 	// the file system. A transaction that meets it also wraps ErrPoisoned:
 	// free space, then close the Store and open the file again.
 	ErrDiskFull error = sourcecatalog.Errorf(sourcecatalog.ErrStoreUnavailable, "sqlitestore: disk full")
+	// ErrFileChanged: the database file was removed, replaced by another
+	// file (another store, or a copy of this one) or moved away while the
+	// Store had it open: its path no longer names the file Open opened.
+	// The Store finds it when a write begins, after each commit and at
+	// each Ping, and is then poisoned (the calls' errors wrap ErrPoisoned
+	// too): a call whose commit found it is not acknowledged, although it
+	// may have committed into the file the Store had open. It wraps
+	// storeheal.ErrReplaced. A Source reopens only the file it opened
+	// first, and Open with WithExistingFile creates none: restore the
+	// file, or restart the service to accept the file now at the path.
+	ErrFileChanged error = sourcecatalog.Errorf(sourcecatalog.ErrStoreUnavailable, "sqlitestore: the database file was removed or replaced under the store")
 	// ErrDamaged: a row read back does not match the checksum written with
 	// it, so the file was damaged at rest; the error names the row. The
 	// transaction that read it fails and commits nothing; the handle stays
 	// usable, so other rows are served, and a damaged staged snapshot can
-	// be discarded (deleting reads no chunk).
+	// be discarded (deleting reads no chunk). A chunk looked up by its
+	// payload digest for a reference or an index (ChunkByPayload) is not
+	// ErrDamaged: a damaged row is skipped, and when every row with the
+	// digest is damaged the lookup fails with hash_mismatch, so that the
+	// sender sends the chunk whole (SPEC.md §6.6).
 	ErrDamaged error = sourcecatalog.Errorf(sourcecatalog.ErrStoreUnavailable, "sqlitestore: a stored row is damaged (it does not match the checksum written with it)")
 )
 
@@ -72,10 +88,15 @@ func outOfSpace(err error) bool {
 	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
 }
 
-// storageFailure is err, marked ErrDiskFull when the disk is full.
+// storageFailure is err, marked ErrDiskFull when the disk is full, and
+// ErrFileChanged when SQLite refused a write because the file moved
+// (SQLITE_READONLY_DBMOVED).
 func storageFailure(err error) error {
-	if full(err) && !errors.Is(err, ErrDiskFull) {
+	switch {
+	case full(err) && !errors.Is(err, ErrDiskFull):
 		return fmt.Errorf("%w: %w", ErrDiskFull, err)
+	case errors.Is(err, sqlite3.READONLY_DBMOVED) && !errors.Is(err, ErrFileChanged):
+		return fmt.Errorf("%w: %w: %w", ErrFileChanged, storeheal.ErrReplaced, err)
 	}
 	return err
 }

@@ -3,6 +3,7 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
+	"maps"
 	"strings"
 
 	"github.com/yachtmemory/sourcecatalog/finalize"
@@ -89,16 +90,21 @@ func WithJournal(mode string) Option { return func(c *config) { c.journal = mode
 
 // CachedBase reports whether the Store keeps a decoded index base of the
 // vessel, of any stamp.
-func (s *Store) CachedBase(vessel []byte) bool {
-	s.bases.mu.Lock()
-	defer s.bases.mu.Unlock()
-	for _, e := range s.bases.entries {
-		if e.vessel == string(vessel) {
-			return true
-		}
-	}
-	return false
+func (s *Store) CachedBase(vessel []byte) bool { return s.bases.Has(vessel) }
+
+// Moved is the identity check the Store makes after each commit.
+func (s *Store) Moved() error { return s.moved() }
+
+// Stmts returns copies of the fixed and the sized statements the Store
+// keeps prepared, by text.
+func (s *Store) Stmts() (fixed, sized map[string]*sql.Stmt) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.stmts.fixed), maps.Clone(s.stmts.sized)
 }
+
+// MaxSizedStmts bounds the sized statements kept.
+const MaxSizedStmts = maxSizedStmts
 
 // SetFSType makes Open see the file system type that f returns instead of
 // statfs's, until the returned function restores it.

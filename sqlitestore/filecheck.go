@@ -57,8 +57,13 @@ func (s *Store) checkFile(ctx context.Context) error {
 	if qerr != nil {
 		return s.openError(ctx, "read", qerr)
 	}
-	if size == 0 && s.cfg.readOnly {
+	switch {
+	case size == 0 && s.cfg.readOnly:
 		return invalid(s.path, "an empty file, with no schema (a read-only open creates none)")
+	case size == 0 && s.cfg.first != nil:
+		return fileChanged(s.path, "emptied")
+	case size == 0 && s.cfg.existing:
+		return invalid(s.path, "an empty file, with no schema (WithExistingFile creates none)")
 	}
 	return nil
 }

@@ -49,7 +49,7 @@ func (b *base) insertItems(ctx context.Context, table, suffix string, vessel []b
 		tuple := "(" + strings.TrimSuffix(strings.Repeat("?, ", itemColumnCount), ", ") + ")"
 		q := "INSERT INTO " + table + " (" + itemColumns + ") VALUES " +
 			strings.TrimSuffix(strings.Repeat(tuple+", ", len(batch)), ", ") + suffix
-		if _, err := b.exec(ctx, "write items", q, args...); err != nil {
+		if _, err := b.execRows(ctx, "write items", q, args...); err != nil {
 			return err
 		}
 	}

@@ -37,7 +37,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	if path == "" {
 		return nil, sourcecatalog.Errorf(sourcecatalog.ErrInvalidValue, "sqlitestore: empty database path")
 	}
-	s := &Store{path: path, cfg: cfg}
+	s := &Store{path: path, cfg: cfg, bases: newBaseCache()}
 	created := false
 	if cfg.vfs == "" {
 		abs, err := filepath.Abs(path)
@@ -48,8 +48,13 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		if created, err = checkPath(abs); err != nil {
 			return nil, err
 		}
-		if created && cfg.readOnly {
+		switch {
+		case created && cfg.first != nil:
+			return nil, fileChanged(abs, "removed or moved away")
+		case created && cfg.readOnly:
 			return nil, invalid(abs, "no such file (a read-only open creates nothing)")
+		case created && cfg.existing:
+			return nil, invalid(abs, "no such file (WithExistingFile creates nothing)")
 		}
 		if cfg.wal() {
 			if err := checkLocalFS(abs); err != nil {
@@ -61,6 +66,10 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		}
 	}
 	if err := s.connect(ctx); err != nil {
+		s.release()
+		return nil, err
+	}
+	if err := s.sameFile(cfg.first); err != nil {
 		s.release()
 		return nil, err
 	}
@@ -133,8 +142,11 @@ func syncDir(dir string) error {
 func (s *Store) connect(ctx context.Context) error {
 	q := url.Values{}
 	q.Set("vfs", wrappedVFS(s.cfg.vfs))
-	if s.cfg.readOnly {
+	switch {
+	case s.cfg.readOnly:
 		q.Set("mode", "ro")
+	case s.cfg.existing || s.cfg.first != nil:
+		q.Set("mode", "rw") // SQLite creates no file
 	}
 	dsn := "file:" + (&url.URL{Path: s.path}).EscapedPath() + "?" + q.Encode()
 	db, err := driver.Open(dsn)
@@ -154,6 +166,9 @@ func (s *Store) connect(ctx context.Context) error {
 	// Before any statement that reads the file, the file is checked.
 	if err := s.checkFile(ctx); err != nil {
 		return err
+	}
+	if err := s.identify(); err != nil {
+		return unavailable("identify", s.path, err)
 	}
 	if s.cfg.readOnly {
 		// Nothing is written, so the journal settings do not matter; the

@@ -274,7 +274,7 @@ func (t *outboxTx) PutEntries(ctx context.Context, entries []outbox.Entry) error
 		}
 		q := `INSERT INTO outbox (vessel_id, ` + entryColumns + `, checksum, body_id, body_at) VALUES ` +
 			strings.Repeat(row+", ", len(batch)-1) + row
-		if _, err := t.exec(ctx, "write outbox entries", q, args...); err != nil {
+		if _, err := t.execRows(ctx, "write outbox entries", q, args...); err != nil {
 			return err
 		}
 	}
@@ -322,7 +322,7 @@ func (t *outboxTx) bodies(ctx context.Context, rows []pendingRow) (map[[sha256.S
 		return ids, nil
 	}
 	var rewrite []int64
-	err := t.query(ctx, "read outbox bodies", `SELECT id, digest, first_revision, body, checksum FROM outbox_bodies
+	err := t.queryRows(ctx, "read outbox bodies", `SELECT id, digest, first_revision, body, checksum FROM outbox_bodies
 		WHERE vessel_id = ? AND digest IN (?`+strings.Repeat(", ?", len(want)-1)+`)`, args, func(r *sql.Rows) error {
 		var id, first int64
 		var digest, body []byte

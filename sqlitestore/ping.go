@@ -14,7 +14,8 @@ var _ finalize.Pinger = (*Store)(nil)
 // schema's vessels table once, outside a write transaction, which reads
 // the file: a file that fails to read poisons the Store (ErrPoisoned), and
 // another process holding the write lock past the busy timeout is
-// ErrLocked. It waits for the Store's transaction in progress while ctx
+// ErrLocked, and a path that no longer names the file opened poisons it
+// too (ErrFileChanged). It waits for the Store's transaction in progress while ctx
 // lasts. Closing the Store makes Ping fail, as it does the Outbox's.
 func (s *Store) Ping(ctx context.Context) error {
 	if err := s.mu.LockContext(ctx); err != nil {
@@ -26,7 +27,10 @@ func (s *Store) Ping(ctx context.Context) error {
 	}
 	var n int
 	err := s.conn.QueryRowContext(ctx, "SELECT count(*) FROM (SELECT 1 FROM vessels LIMIT 1)").Scan(&n)
-	return s.classify(ctx, "ping", err)
+	if err != nil {
+		return s.classify(ctx, "ping", err)
+	}
+	return s.checkMoved("ping")
 }
 
 // Ping is Store.Ping, for an agent's health check of its outbox.

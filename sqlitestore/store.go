@@ -15,6 +15,7 @@ import (
 	"github.com/ncruces/go-sqlite3/driver"
 	"github.com/yachtmemory/sourcecatalog"
 	"github.com/yachtmemory/sourcecatalog/finalize"
+	"github.com/yachtmemory/sourcecatalog/internal/indexblob"
 )
 
 // Store is a finalize.Store over one SQLite database file; Outbox returns
@@ -34,14 +35,15 @@ type Store struct {
 	// the turn.
 	mu         turn // held for a whole batch, and by Ping and Close
 	db         *sql.DB
-	conn       *sql.Conn // the only connection
-	stmts      stmtCache // prepared statements of conn
-	batchBytes int       // bytes of statement arguments written in the running batch
-	lock       *os.File  // the lifetime lock; nil for a test VFS
-	poisoned   error     // the failure that poisoned the handle
+	conn       *sql.Conn   // the only connection
+	stmts      stmtCache   // prepared statements of conn
+	batchBytes int         // bytes of statement arguments written in the running batch
+	lock       *os.File    // the lifetime lock; nil for a test VFS
+	file       os.FileInfo // the identity of the database file opened; nil for a test VFS
+	poisoned   error       // the failure that poisoned the handle
 	closed     bool
 
-	bases baseCache // decoded record index bases, by stamp
+	bases *indexblob.Cache[[]finalize.IndexEntry] // decoded record index bases, by stamp
 }
 
 var _ finalize.Store = (*Store)(nil)
@@ -52,6 +54,10 @@ type config struct {
 	readOnly  bool
 	vfs       string // a registered test VFS; "" for the operating system's files
 	journal   string // "" for WAL (the default), "truncate" for the rollback journal, "wal-exclusive" in the tests
+	existing  bool   // refuse a missing or empty file instead of creating one
+	// first, when not nil, is the file a Source opened first: Open
+	// refuses another (a reopen), and creates none.
+	first os.FileInfo
 }
 
 // wal reports whether the journal is a WAL.
@@ -75,6 +81,15 @@ func WithBusyTimeout(d time.Duration) Option { return func(c *config) { c.busy =
 // Open fails with ErrLocked if any other Store has the file open, and any
 // other Open, from any process, fails at once with ErrLocked until Close.
 func WithExclusiveLock() Option { return func(c *config) { c.exclusive = true } }
+
+// WithExistingFile opens only a database that exists: Open refuses with
+// ErrInvalidFile a path that names no file, or an empty one, instead of
+// creating the database there (the file's directory entry is not
+// recreated even if it vanishes while Open runs). A service that must not
+// start over on an empty store when its file is missing — a volume not
+// mounted, a file removed — opens it so, and creates it once, at its
+// first start, without.
+func WithExistingFile() Option { return func(c *config) { c.existing = true } }
 
 // WithReadOnly opens the file for reading only, as an operator's status
 // does: Open creates nothing and migrates nothing — a path that does not
@@ -207,7 +222,7 @@ func (s *Store) WithVessel(ctx context.Context, vesselID uuid.UUID, fn func(fina
 		return t.err // a failed statement whose error fn dropped
 	})
 	if err == nil && t.newBase != nil {
-		s.bases.put(t.vessel, t.index.stamp, t.newBase)
+		s.bases.Put(t.vessel, t.index.stamp, len(t.newBase), t.newBase)
 	}
 	return err
 }

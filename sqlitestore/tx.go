@@ -45,13 +45,25 @@ func (b *base) fail(ctx context.Context, op string, err error) error {
 // which the batch's other callbacks share, when a write is interrupted.
 // Its arguments' bytes count towards the batch's bound.
 func (b *base) exec(ctx context.Context, op, query string, args ...any) (sql.Result, error) {
+	return b.execPrepared(ctx, op, b.s.stmts.prepared, query, args)
+}
+
+// execRows is exec for a statement whose text is built for a number of
+// rows (a multi-row INSERT), kept among the sized statements.
+func (b *base) execRows(ctx context.Context, op, query string, args ...any) (sql.Result, error) {
+	return b.execPrepared(ctx, op, b.s.stmts.preparedSized, query, args)
+}
+
+// execPrepared runs query, prepared by prepared, with args, as exec says.
+func (b *base) execPrepared(ctx context.Context, op string, prepared func(context.Context, *sql.Conn, string) (*sql.Stmt, error),
+	query string, args []any) (sql.Result, error) {
 	if err := b.ready(); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, b.fail(ctx, op, err)
 	}
-	st, err := b.s.stmts.prepared(ctx, b.q, query)
+	st, err := prepared(ctx, b.q, query)
 	if err != nil {
 		return nil, b.fail(ctx, op, err)
 	}
@@ -88,10 +100,22 @@ func (b *base) queryRow(ctx context.Context, op, query string, args []any, dest 
 
 // query calls scan for each row query returns.
 func (b *base) query(ctx context.Context, op, query string, args []any, scan func(*sql.Rows) error) error {
+	return b.queryPrepared(ctx, op, b.s.stmts.prepared, query, args, scan)
+}
+
+// queryRows is query for a statement whose text is built for a number of
+// values (an IN list), kept among the sized statements.
+func (b *base) queryRows(ctx context.Context, op, query string, args []any, scan func(*sql.Rows) error) error {
+	return b.queryPrepared(ctx, op, b.s.stmts.preparedSized, query, args, scan)
+}
+
+// queryPrepared runs query, prepared by prepared, as query says.
+func (b *base) queryPrepared(ctx context.Context, op string, prepared func(context.Context, *sql.Conn, string) (*sql.Stmt, error),
+	query string, args []any, scan func(*sql.Rows) error) error {
 	if err := b.ready(); err != nil {
 		return err
 	}
-	st, err := b.s.stmts.prepared(ctx, b.q, query)
+	st, err := prepared(ctx, b.q, query)
 	if err != nil {
 		return b.fail(ctx, op, err)
 	}

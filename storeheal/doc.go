@@ -46,7 +46,9 @@
 //     sqlitestore's WithExclusiveLock, before anything opens the file
 //     again), then the Opener is called until it succeeds: at once, then
 //     after a backoff that doubles from the initial to the maximum delay
-//     ([WithBackoff]). An Opener returns only a handle that can serve:
+//     ([WithBackoff]), each delay drawn from its upper half. The maximum,
+//     a second by default, bounds how long calls are still refused once
+//     the store can serve again. An Opener returns only a handle that can serve:
 //     [ProbeReceiver] and [ProbeOutbox] check that a write can be made.
 //     Calls are still refused with ErrReopening.
 //  3. Healthy: the new handle serves every call.
@@ -60,6 +62,14 @@
 // attempt, and [WithObserver] reports every change, for health checks,
 // logs and metrics. [Handle.Close] stops the reopening and closes the
 // handle.
+//
+// A store removed or replaced under its handle — a SQLite file deleted,
+// renamed, or another file put at its path — poisons it with an error
+// wrapping [ErrReplaced], which Status counts apart (Replacements). Its
+// Opener must not then open whatever the name names now: sqlitestore's
+// Source reopens only the file it opened first and creates none, so the
+// Handle stays Reopening, answering 503, until that file is back or the
+// operator restarts the service to accept another.
 //
 // # What a caller may rely on
 //

@@ -2,8 +2,10 @@ package storeheal
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -21,6 +23,16 @@ var (
 	ErrReopening error = sourcecatalog.Errorf(sourcecatalog.ErrStoreUnavailable, "storeheal: the store is being reopened after a failure")
 	// ErrClosed: the Handle was closed.
 	ErrClosed error = sourcecatalog.Errorf(sourcecatalog.ErrStoreUnavailable, "storeheal: the store is closed")
+	// ErrReplaced: what a store's handle had open is no longer what the
+	// store's name names — a file removed, replaced by another or moved
+	// away (sqlitestore.ErrFileChanged wraps it). A store returns it,
+	// wrapped, from the call that found it, which the predicate should
+	// take as poisoning; the Handle counts it (Status.Replacements). An
+	// Opener must then not open whatever the name names now, nor create
+	// a store where one was: only the store the handle had open may be
+	// reopened, and accepting another is the operator's decision (a
+	// restart).
+	ErrReplaced error = sourcecatalog.Errorf(sourcecatalog.ErrStoreUnavailable, "storeheal: the store was removed or replaced under its handle")
 )
 
 // An Opener opens a store handle: the store S that calls run on, and the
@@ -82,12 +94,18 @@ type Status struct {
 	// Counts since Open: handles poisoned, reopens that succeeded, and
 	// reopen attempts that failed.
 	Poisonings, Reopens, FailedReopens int64
+	// Replacements counts the poisonings whose cause wraps ErrReplaced:
+	// the store was removed or replaced under its handle.
+	Replacements int64
 }
 
-// Defaults of the options.
+// Defaults of the options. The longest delay bounds how long a Handle
+// still refuses calls once its store can serve again: with jitter at most
+// DefaultMaxBackoff, plus one attempt. One attempt a second at most is
+// still light on a store that is down (one open and one probe).
 const (
 	DefaultInitialBackoff = 100 * time.Millisecond
-	DefaultMaxBackoff     = 10 * time.Second
+	DefaultMaxBackoff     = time.Second
 	DefaultOpenTimeout    = 30 * time.Second
 )
 
@@ -96,8 +114,9 @@ type config struct {
 	openTimeout  time.Duration
 	observer     func(Status)
 	// Tests replace these.
-	sleep func(ctx context.Context, d time.Duration) error
-	now   func() time.Time
+	sleep  func(ctx context.Context, d time.Duration) error
+	now    func() time.Time
+	jitter func(d time.Duration) time.Duration
 }
 
 // An Option configures Open.
@@ -106,7 +125,10 @@ type Option func(*config)
 // WithBackoff sets the delays between reopen attempts: the first attempt
 // runs at once, the next after initial, each later one after twice the
 // previous delay, at most max (defaults DefaultInitialBackoff and
-// DefaultMaxBackoff). Open refuses initial ≤ 0 or max < initial.
+// DefaultMaxBackoff). Each delay is drawn at random from its upper half,
+// so that receivers that lost one database together do not come back to
+// it in step: a wait is never longer than max. Open refuses initial ≤ 0
+// or max < initial.
 func WithBackoff(initial, max time.Duration) Option {
 	return func(c *config) { c.initial, c.max = initial, max }
 }
@@ -153,7 +175,7 @@ type Handle[S any] struct {
 // wrapping sourcecatalog.ErrInvalidValue for a nil open or poisoned or an
 // option out of range.
 func Open[S any](ctx context.Context, open Opener[S], poisoned func(error) bool, opts ...Option) (*Handle[S], error) {
-	cfg := config{initial: DefaultInitialBackoff, max: DefaultMaxBackoff, openTimeout: DefaultOpenTimeout, sleep: sleep, now: time.Now}
+	cfg := config{initial: DefaultInitialBackoff, max: DefaultMaxBackoff, openTimeout: DefaultOpenTimeout, sleep: sleep, now: time.Now, jitter: jitter}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -238,6 +260,9 @@ func (h *Handle[S]) poison(err error) {
 	h.status.State, h.status.Since, h.status.Cause = Poisoned, now, err
 	h.status.Attempts, h.status.LastErr = 0, nil
 	h.status.Poisonings++
+	if errors.Is(err, ErrReplaced) {
+		h.status.Replacements++
+	}
 	if now.Sub(h.openedAt) >= h.cfg.max {
 		h.backoff = 0 // it served long enough: the failure is a new one
 	}
@@ -336,13 +361,22 @@ func (h *Handle[S]) install(s S, c io.Closer, err error) bool {
 
 // nextDelay returns the wait before the next attempt and doubles the one
 // after it: 0, then the initial delay, doubling up to the maximum, as
-// outbox.Backoff steps.
+// outbox.Backoff steps, each jittered.
 func (h *Handle[S]) nextDelay() time.Duration {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	d := h.backoff
 	h.backoff = outbox.Backoff{Min: h.cfg.initial, Max: h.cfg.max}.Next(d)
-	return d
+	return h.cfg.jitter(d)
+}
+
+// jitter returns a delay drawn uniformly from the upper half of d: from
+// d/2 to d.
+func jitter(d time.Duration) time.Duration {
+	if d <= 1 {
+		return d
+	}
+	return d - rand.N(d/2+1)
 }
 
 // notify reports the Status to the observer, if any.

@@ -215,7 +215,7 @@ func TestBackoff(t *testing.T) {
 	var clock clockwork
 	clock.set(time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC))
 	h := openOn(t, d, obs.option(), waits.option(), storeheal.WithClock(clock.now),
-		storeheal.WithBackoff(time.Second, 5*time.Second))
+		storeheal.WithBackoff(time.Second, 5*time.Second), storeheal.WithJitter(func(d time.Duration) time.Duration { return d }))
 	s := storeheal.Receiver(h, asReceiver)
 	down := errors.New("the disk is gone")
 	d.set(func(d *disk) { d.failErr, d.failing = down, 5 })
@@ -250,6 +250,33 @@ func TestBackoff(t *testing.T) {
 	require.ErrorIs(t, setRevision(s, uuid.New(), 1), errPoisoned)
 	obs.until(t, storeheal.Healthy)
 	assert.Equal(t, []time.Duration{0}, waits.got()[n:], "a handle that served for the maximum delay")
+}
+
+// Each delay of the backoff is drawn from the upper half of its step,
+// never beyond the maximum, and not always the step itself; by default
+// the maximum is a second.
+func TestBackoffJitter(t *testing.T) {
+	d, obs, waits := newDisk(t), newObserved(), &noSleep{}
+	const attempts = 24
+	h := openOn(t, d, obs.option(), waits.option(), storeheal.WithBackoff(time.Second, 8*time.Second))
+	s := storeheal.Receiver(h, asReceiver)
+	d.set(func(d *disk) { d.failErr, d.failing = errors.New("down"), attempts })
+	d.handle(1).broken.Store(true)
+	require.ErrorIs(t, setRevision(s, uuid.New(), 1), errPoisoned)
+	obs.until(t, storeheal.Healthy)
+	got := waits.got()
+	require.Len(t, got, attempts+1)
+	require.Zero(t, got[0], "the first attempt runs at once")
+	step, below := time.Second, 0
+	for i, w := range got[1:] {
+		require.True(t, w >= step/2 && w <= step, "wait %d: %v, not within the upper half of %v", i+1, w, step)
+		if w < step {
+			below++
+		}
+		step = min(2*step, 8*time.Second)
+	}
+	assert.Positive(t, below, "the delays are drawn, not the steps themselves")
+	assert.Equal(t, time.Second, storeheal.DefaultMaxBackoff)
 }
 
 // clockwork is a clock a test moves.

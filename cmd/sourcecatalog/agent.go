@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
@@ -19,7 +20,7 @@ var agentCommand = &command{
 	name: "agent",
 	synopsis: "--signalk URL [--signalk-token-file FILE] [--signalk-ca FILE] [--selection S] [--settle D] [--max-age D] " +
 		"--store sqlite:FILE|mysql:DSN --vessel UUID --url URL [--ca FILE] [--cert FILE --key FILE | --token-file FILE] " +
-		"[--receiver-v2[=auto|off]] [--timeout D] [--interval D] [--log-format text|json]",
+		"[--receiver-v2[=auto|off]] [--timeout D] [--interval D] [--cut greedy|content-defined] [--log-format text|json]",
 	summary: "run the on-board loop: discover, commit, publish, every interval",
 	help:    helpText("agent"),
 	run:     runAgent,
@@ -28,12 +29,16 @@ var agentCommand = &command{
 func runAgent(e *env, c *command, args []string) int {
 	pf, sf := newPublishFlags(), newSignalkFlags()
 	interval := durationFlag{d: agent.DefaultInterval}
-	var logFormat logFormatFlag
+	var (
+		logFormat logFormatFlag
+		cut       cutFlag
+	)
 	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
 	pf.register(fs)
 	sf.register(fs)
 	fs.Var(&interval, "interval", "")
 	fs.Var(&logFormat, "log-format", "")
+	fs.Var(&cut, "cut", "")
 	operands, status, ok := c.parse(e, fs, args)
 	if !ok {
 		return status
@@ -52,14 +57,26 @@ func runAgent(e *env, c *command, args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	// A long-running process: the outbox heals itself after a failure
-	// that poisons it, as serve's store does.
-	src := pf.store.outboxSource()
-	h, err := storeheal.OpenOutbox(ctx, src, storeheal.WithObserver(receiver.Log{Logger: logger}.Store))
+	// that poisons it, as serve's store does; but a file removed or
+	// replaced under it ends the agent, which a restart opens anew.
+	src, replaced := pf.store.outboxSource(), error(nil)
+	ctx, stopReplaced := context.WithCancelCause(ctx)
+	if pf.store.newFile() {
+		logger.Warn("creating the outbox: no file at the path (a first start, or a lost store: SPEC.md §2.4 floors the revisions by the clock)", "store", src.Name)
+	}
+	observe := receiver.Log{Logger: logger}.Store
+	h, err := storeheal.OpenOutbox(ctx, src, storeheal.WithObserver(func(st storeheal.Status) {
+		observe(st)
+		if st.State == storeheal.Poisoned && errors.Is(st.Cause, storeheal.ErrReplaced) {
+			stopReplaced(st.Cause)
+		}
+	}))
 	if err != nil {
 		return c.failf(e, "opening the store: %v", err)
 	}
 	cfg := pf.config(storeheal.Outbox(h, func(s outbox.Store) outbox.Store { return s }))
 	cfg.Discoverer, cfg.Interval, cfg.Logger, cfg.Settle = discoverer, interval.d, logger, sf.settleTime()
+	cfg.Build = cut.options()
 	cfg.Wake = discoverer.Watch(ctx, signalk.WatchOptions{OnError: func(err error) {
 		logger.Debug("delta stream", "error", err.Error())
 	}})
@@ -69,6 +86,12 @@ func runAgent(e *env, c *command, args []string) int {
 	} else {
 		err = a.Run(ctx)
 		a.Close()
+		if replaced = context.Cause(ctx); !errors.Is(replaced, storeheal.ErrReplaced) {
+			replaced = nil
+		}
+	}
+	if replaced != nil {
+		err = fmt.Errorf("%v: restart the agent to open the file now at the path (or create it anew)", replaced)
 	}
 	if cerr := h.Close(); cerr != nil && err == nil {
 		return c.failf(e, "closing %s: %v", src.Name, cerr)

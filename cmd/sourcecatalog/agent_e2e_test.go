@@ -59,7 +59,7 @@ func TestAgentEndToEnd(t *testing.T) {
 	token := "e2e-token-0123456789abcdef0123456789abcdef"
 	tokens := writeFile(t, dir, "tokens.txt", []byte(httpbinding.TokenHash(token, vessel)+"\n"))
 	shore := filepath.Join(dir, "shore.db")
-	srv := startServe(t, "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--store", "sqlite:"+shore,
+	srv := startServe(t, "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--store", "sqlite:"+shore, "--create-store",
 		"--retain", "all", "--tls-cert", pki.serverCert, "--tls-key", pki.serverKey, "--tokens", tokens)
 	listen, _ := srv.log.addrs(t)
 
@@ -96,7 +96,7 @@ func TestAgentEndToEnd(t *testing.T) {
 	first := waitLog(t, logs, "cycle committed", 1)
 	rev1 := int64(first["revision"].(float64))
 	waitActive(t, shore, vessel, rev1)
-	st := cli(t, "", "status", "--store", "sqlite:"+shore, "--vessel", vessel.String(), "--json")
+	st := cli(t, "", "status", "--store", "sqlite:"+shore, "--create-store", "--vessel", vessel.String(), "--json")
 	require.Equal(t, 0, st.code, st.stderr)
 	var status struct {
 		Vessels []struct {

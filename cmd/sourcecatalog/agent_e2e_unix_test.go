@@ -49,7 +49,7 @@ func TestAgentCommandEndToEnd(t *testing.T) {
 	tokens := writeFile(t, dir, "tokens", []byte(httpbinding.TokenHash("vessel-token", examples.VesselID)+"\n"))
 	tokenFile := writeFile(t, dir, "token", []byte("vessel-token\n"))
 	shore, boat := filepath.Join(dir, "shore.db"), filepath.Join(dir, "boat.db")
-	srv := startServe(t, "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--store", "sqlite:"+shore,
+	srv := startServe(t, "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--store", "sqlite:"+shore, "--create-store",
 		"--retain", "8", "--tls-cert", pki.serverCert, "--tls-key", pki.serverKey, "--tokens", tokens)
 	listen, _ := srv.log.addrs(t)
 
@@ -131,7 +131,7 @@ func TestAgentCommandEndToEnd(t *testing.T) {
 	assert.Equal(t, second["paths"], second["observations"])
 
 	// status, beside serve, shows the second cycle active with its records.
-	st := statusOf(t, "--store", "sqlite:"+shore, "--vessel", vesselFlag)
+	st := statusOf(t, "--store", "sqlite:"+shore, "--create-store", "--vessel", vesselFlag)
 	require.Len(t, st.Vessels, 1)
 	v := st.Vessels[0]
 	require.NotNil(t, v.Active)

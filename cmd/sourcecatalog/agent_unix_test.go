@@ -30,17 +30,19 @@ func (l *lockedBuffer) Write(p []byte) (int, error) {
 }
 func (l *lockedBuffer) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
 
-// agent discovers, commits and publishes, and SIGTERM stops it with exit
-// status 0: the receiver activated the cycle, the log says what it found.
-func TestAgent(t *testing.T) {
+// startAgent runs the agent over a Signal K server and a receiver, with
+// a new outbox file and the interval given, until its first cycle is
+// delivered (2 entries: one chunk), and returns the rig, the channel of
+// its exit status and its outputs.
+func startAgent(t *testing.T, interval string) (*publishRig, chan int, *lockedBuffer, *lockedBuffer) {
+	t.Helper()
 	sk := startSignalK(t)
 	g := newPublishRig(t, allCredentials[1])
-	args := append([]string{"agent", "--signalk", sk.URL, "--settle", "0", "--interval", "1h", "--log-format", "json",
+	args := append([]string{"agent", "--signalk", sk.URL, "--settle", "0", "--interval", interval, "--log-format", "json",
 		"--store", "sqlite:" + g.boat, "--vessel", vesselFlag, "--url", g.rcv.url, "--ca", g.ca.caFile, "--receiver-v2"}, g.flags...)
 	var stdout, stderr lockedBuffer
 	done := make(chan int, 1)
 	go func() { done <- run(args, strings.NewReader(""), &stdout, &stderr) }()
-	// Wait until the cycle is delivered: 2 entries (one chunk).
 	watchdog := time.Now().Add(time.Minute)
 	for !strings.Contains(stderr.String(), `"msg":"published"`) {
 		select {
@@ -51,6 +53,13 @@ func TestAgent(t *testing.T) {
 		require.True(t, time.Now().Before(watchdog), "no delivery within the watchdog; log:\n%s", stderr.String())
 		time.Sleep(20 * time.Millisecond)
 	}
+	return g, done, &stdout, &stderr
+}
+
+// agent discovers, commits and publishes, and SIGTERM stops it with exit
+// status 0: the receiver activated the cycle, the log says what it found.
+func TestAgent(t *testing.T) {
+	g, done, stdout, stderr := startAgent(t, "1h")
 	require.NoError(t, syscall.Kill(os.Getpid(), syscall.SIGTERM))
 	select {
 	case code := <-done:
@@ -76,4 +85,23 @@ func TestAgent(t *testing.T) {
 	require.Len(t, st.Vessels, 1)
 	require.NotNil(t, st.Vessels[0].Active)
 	assert.Equal(t, last, st.Vessels[0].Active.Revision)
+}
+
+// The outbox file removed under the agent: its next commit finds it, and
+// the agent ends with exit status 1 saying so, rather than healing into a
+// new file or waiting for ever; no file is created at the path.
+func TestAgentStoreRemoved(t *testing.T) {
+	g, done, _, stderr := startAgent(t, "1s")
+	require.Contains(t, stderr.String(), `"msg":"creating the outbox: no file at the path`)
+	require.NoError(t, os.Remove(g.boat))
+	select {
+	case code := <-done:
+		require.Equal(t, exitInvalid, code, stderr.String())
+	case <-time.After(time.Minute): // a watchdog, not a timing assertion
+		t.Fatalf("the agent went on without its file; log:\n%s", stderr.String())
+	}
+	assert.Contains(t, stderr.String(), `"msg":"store file removed or replaced`)
+	assert.Contains(t, stderr.String(), "restart the agent to open the file now at the path")
+	_, err := os.Stat(g.boat)
+	assert.ErrorIs(t, err, os.ErrNotExist, "a file was created at the path")
 }

@@ -5,7 +5,9 @@ import (
 	"database/sql/driver"
 	"errors"
 	"io"
+	"io/fs"
 	"net"
+	"os"
 	"syscall"
 
 	"github.com/go-sql-driver/mysql"
@@ -18,10 +20,14 @@ import (
 // source returns the storeheal.Source of the receiver's store f names,
 // for serve: opened as open does, the MariaDB schema migrated by the
 // first open only when migrate (a reopen checks it), and reopened after
-// the failures poisoned accepts.
-func (f *storeFlag) source(migrate bool) storeheal.Source {
+// the failures poisoned accepts. A SQLite file must exist unless create,
+// and only the file opened first is ever reopened.
+func (f *storeFlag) source(migrate, create bool) storeheal.Source {
 	if f.kind == "sqlite" {
-		return sqlitestore.Source(f.arg)
+		if create {
+			return sqlitestore.Source(f.arg)
+		}
+		return sqlitestore.Source(f.arg, sqlitestore.WithExistingFile())
 	}
 	name, opts := "memory", storeOptions{migrate: migrate}
 	if f.kind == "mysql" {
@@ -68,6 +74,16 @@ func (f *storeFlag) outboxSource() storeheal.OutboxSource {
 		},
 		Poisoned: f.poisoned(),
 	}
+}
+
+// newFile reports whether f names a SQLite file that does not exist yet,
+// which opening it creates.
+func (f *storeFlag) newFile() bool {
+	if f.kind != "sqlite" {
+		return false
+	}
+	_, err := os.Lstat(f.arg)
+	return errors.Is(err, fs.ErrNotExist)
 }
 
 // poisoned returns the predicate of the failures after which the store

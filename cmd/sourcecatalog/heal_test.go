@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"fmt"
@@ -11,19 +10,16 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/yachtmemory/sourcecatalog/envelope"
 	"github.com/yachtmemory/sourcecatalog/internal/dbtest"
+	"github.com/yachtmemory/sourcecatalog/internal/fsfault"
 	"github.com/yachtmemory/sourcecatalog/sqlitestore"
 )
 
@@ -135,132 +131,64 @@ func heal(t *testing.T, s *healingServe, brk, mend func()) {
 	require.Equal(t, exitOK, s.shutdown(t), "the log:\n%s", s.log)
 }
 
-// needRoot skips a test that must run as root, except under CI=true, where
-// it fails.
-func needRoot(t *testing.T, what string) {
-	t.Helper()
-	if os.Geteuid() == 0 {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("%s must run as root under CI=true", what)
-	}
-	t.Skipf("not root: skipping %s", what)
-}
-
-// tmpfs mounts a tmpfs of size bytes on a new directory, unmounted when
-// the test ends, and returns the directory.
-func tmpfs(t *testing.T, size int) string {
-	t.Helper()
-	dir := t.TempDir()
-	out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+strconv.Itoa(size)+",mode=0700", "tmpfs", dir).CombinedOutput()
-	require.NoError(t, err, "mount: %s", out)
-	t.Cleanup(func() { // before TempDir's removal: cleanups run last first
-		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v: %s", dir, err, out)
-		}
-	})
-	return dir
-}
-
-// fillDisk writes the file path until its file system is full.
-func fillDisk(t *testing.T, path string) {
-	t.Helper()
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	require.NoError(t, err)
-	defer f.Close()
-	buf := make([]byte, 1<<16)
-	for n := len(buf); n > 0; n /= 2 { // then ever smaller writes fill the last page
-		for {
-			if _, err := f.Write(buf[:n]); err != nil {
-				require.ErrorIs(t, err, syscall.ENOSPC)
-				break
-			}
-		}
-	}
-}
-
 // On a full disk serve refuses every message and /healthz says the store
 // is reopening; once space is freed it reopens the file and serves again.
 func TestServeHealsAfterDiskFull(t *testing.T) {
-	needRoot(t, "the full-disk test, which mounts a tmpfs")
-	dir := tmpfs(t, 8<<20)
+	fsfault.NeedRoot(t, "the full-disk test, which mounts a tmpfs")
+	dir := fsfault.Tmpfs(t, 8<<20)
 	filler := filepath.Join(dir, "filler")
-	s := startHealingServe(t, "sqlite:"+filepath.Join(dir, "shore.db"))
-	heal(t, s, func() { fillDisk(t, filler) }, func() { require.NoError(t, os.Remove(filler)) })
+	s := startHealingServe(t, "sqlite:"+filepath.Join(dir, "shore.db"), "--create-store")
+	heal(t, s, func() { fsfault.FillDisk(t, filler) }, func() { require.NoError(t, os.Remove(filler)) })
 }
 
-// mysqlDirEnv names the scripts/mariadb.sh directory of the server
-// SOURCECATALOG_MYSQL_DSN names: its mariadbd.pid and its start.sh.
-const mysqlDirEnv = "SOURCECATALOG_MYSQL_DIR"
+// The shore file removed under serve: serve answers 503 at once, /healthz
+// says so, the log and the metric name the replacement, no file is
+// created at the path, and once the file it opened is back serve heals:
+// every receipt it gave before is still there.
+func TestServeFileRemoved(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "shore.db")
+	s := startHealingServe(t, "sqlite:"+path, "--create-store")
+	first, firstBodies := serveSnapshot(t, 1)
+	s.deliver(t, first, firstBodies, envelope.Staged)
+	kept := filepath.Join(dir, "kept.db")
+	require.NoError(t, os.Link(path, kept))
+	require.NoError(t, os.Remove(path))
+
+	code, health := serveGet(t, "http://"+s.admin+"/healthz") // idle: the health check finds it
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	assert.Contains(t, health, "store ")
+	second, bodies := serveSnapshot(t, 2)
+	code, answer := s.post(t, bodies[0])
+	require.Equal(t, http.StatusServiceUnavailable, code, "%s", answer)
+	assert.Contains(t, string(answer), `"store_unavailable"`)
+	s.log.wait(t, "store file removed or replaced: refusing requests; only the file it had open is reopened (put it back, or restart to accept the file now at the path)",
+		map[string]any{"state": "poisoned"})
+	s.log.wait(t, "store reopen failed", map[string]any{"state": "reopening"})
+	_, metrics := serveGet(t, "http://"+s.admin+"/metrics")
+	assertMetric(t, metrics, `sourcecatalog_store_replacements_total 1`)
+	_, err := os.Stat(path)
+	require.ErrorIs(t, err, os.ErrNotExist, "serve created a file where its store was")
+
+	require.NoError(t, os.Rename(kept, path))
+	s.requireHealed(t)
+	s.deliver(t, second, bodies, envelope.Staged)
+	s.deliver(t, first, firstBodies, envelope.AlreadyReceived)
+	require.Equal(t, exitOK, s.shutdown(t), "the log:\n%s", s.log)
+}
 
 // A MariaDB server stopped under serve: every message is refused and
 // /healthz says the store is reopening; once the server is started again
 // serve reconnects and serves again. The server is left running.
 func TestServeHealsAfterMariaDBRestart(t *testing.T) {
 	cfg, admin := mysqlAdmin(t)
-	dir := dbtest.Env(t, mysqlDirEnv, "the MariaDB restart test", "bash scripts/test.sh exports it for its throwaway server")
+	dir := dbtest.Env(t, dbtest.MySQLDirEnv, "the MariaDB restart test", "bash scripts/test.sh exports it for its throwaway server")
 	name := throwawayDatabase(t, admin, "sourcecatalog_heal_")
 	named := cfg.Clone()
 	named.DBName = name
 	s := startHealingServe(t, "mysql:"+named.FormatDSN(), "--migrate")
-	t.Cleanup(func() { startMariaDB(t, dir, admin) }) // for later tests, should the test stop half-way
-	heal(t, s, func() { stopMariaDB(t, dir) }, func() { startMariaDB(t, dir, admin) })
-}
-
-// mariaDBPid returns the pid dir/mariadbd.pid records, and whether it is
-// a mariadbd process still running.
-func mariaDBPid(t *testing.T, dir string) (int, bool) {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, "mariadbd.pid"))
-	require.NoError(t, err)
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	require.NoError(t, err)
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return pid, false
-	}
-	comm, state, _ := strings.Cut(string(stat), ") ")
-	return pid, strings.HasSuffix(comm, "(mariadbd") && !strings.HasPrefix(state, "Z")
-}
-
-// stopMariaDB stops the server of dir with SIGTERM and waits until it has
-// exited.
-func stopMariaDB(t *testing.T, dir string) {
-	t.Helper()
-	pid, alive := mariaDBPid(t, dir)
-	require.True(t, alive, "no mariadbd runs as pid %d", pid)
-	require.NoError(t, syscall.Kill(pid, syscall.SIGTERM))
-	deadline := time.Now().Add(time.Minute)
-	for _, alive := mariaDBPid(t, dir); alive; _, alive = mariaDBPid(t, dir) {
-		require.True(t, time.Now().Before(deadline), "mariadbd pid %d still runs a minute after SIGTERM", pid)
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// startMariaDB starts the server of dir again, unless it runs, in a
-// process group of its own, and waits until admin reaches it.
-func startMariaDB(t *testing.T, dir string, admin *sql.DB) {
-	t.Helper()
-	if _, alive := mariaDBPid(t, dir); !alive {
-		cmd := exec.Command("bash", filepath.Join(dir, "start.sh"))
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		out, err := cmd.CombinedOutput()
-		require.NoError(t, err, "start.sh: %s", out)
-	}
-	deadline := time.Now().Add(time.Minute)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		err := admin.PingContext(ctx)
-		cancel()
-		if err == nil {
-			return
-		}
-		var me *mysql.MySQLError
-		require.False(t, errors.As(err, &me), "the restarted server refuses: %v", err)
-		require.True(t, time.Now().Before(deadline), "the restarted server does not answer within a minute: %v", err)
-		time.Sleep(100 * time.Millisecond)
-	}
+	t.Cleanup(func() { dbtest.StartMariaDB(t, dir, admin) }) // for later tests, should the test stop half-way
+	heal(t, s, func() { dbtest.StopMariaDB(t, dir) }, func() { dbtest.StartMariaDB(t, dir, admin) })
 }
 
 // Which failures make serve reopen its store: a poisoned SQLite handle, a

@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/yachtmemory/sourcecatalog/prommetrics"
+	"github.com/yachtmemory/sourcecatalog/storeheal"
 )
 
 // describing is a prometheus.Registerer that keeps the names of the metrics
@@ -35,10 +36,14 @@ func (d *describing) MustRegister(cs ...prometheus.Collector) {
 func (d *describing) Unregister(prometheus.Collector) bool { return true }
 
 // TestServeHelpListsEveryMetric: 'sourcecatalog help serve' names every
-// metric the Prometheus observer registers.
+// metric the Prometheus observer registers, the store's included.
 func TestServeHelpListsEveryMetric(t *testing.T) {
 	var reg describing
-	if _, err := prommetrics.New(&reg); err != nil {
+	m, err := prommetrics.New(&reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.WatchStore(func() storeheal.Status { return storeheal.Status{} }); err != nil {
 		t.Fatal(err)
 	}
 	if len(reg.names) < 10 {

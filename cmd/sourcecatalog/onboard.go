@@ -18,7 +18,7 @@ import (
 
 var commitCommand = &command{
 	name:     "commit",
-	synopsis: "--store sqlite:FILE|mysql:DSN --vessel UUID [--snapshot UUID] [--discovered-at TIME] [--json] RECORDS_FILE|-",
+	synopsis: "--store sqlite:FILE|mysql:DSN --vessel UUID [--snapshot UUID] [--discovered-at TIME] [--cut greedy|content-defined] [--json] RECORDS_FILE|-",
 	summary:  "commit one discovery cycle to the on-board outbox",
 	help:     helpText("commit"),
 	run:      runCommit,
@@ -31,6 +31,7 @@ func runCommit(e *env, c *command, args []string) int {
 		snapshot = uuidFlag{check: randomUUID}
 		at       timeFlag
 		asJSON   boolFlag
+		cut      cutFlag
 	)
 	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
 	fs.Var(&store, "store", "")
@@ -38,6 +39,7 @@ func runCommit(e *env, c *command, args []string) int {
 	fs.Var(&snapshot, "snapshot", "")
 	fs.Var(&at, "discovered-at", "")
 	fs.Var(&asJSON, "json", "")
+	fs.Var(&cut, "cut", "")
 	operands, status, ok := c.parse(e, fs, args)
 	if !ok {
 		return status
@@ -70,7 +72,7 @@ func runCommit(e *env, c *command, args []string) int {
 		cycle.SnapshotID = snapshot.id
 	}
 	return withStores(e, c, &store, storeOptions{outbox: true}, func(ctx context.Context, st *stores) int {
-		cm, err := outbox.NewWriter(st.outbox).Commit(ctx, cycle)
+		cm, err := outbox.NewWriter(st.outbox, outbox.WithBuildOptions(cut.options()...)).Commit(ctx, cycle)
 		switch {
 		case errors.Is(err, sourcecatalog.ErrConflict):
 			return c.failf(e, "snapshot %s was committed before with records that make another document; nothing written: commit a new cycle (a new --snapshot, or none)", cycle.SnapshotID)

@@ -154,6 +154,20 @@ func TestCommitDefaultTime(t *testing.T) {
 	assert.Greater(t, wiped.Revision, first.Revision, "a wiped outbox's next commit starts above the revision sent before")
 }
 
+// TestCommitCut: --cut picks the rule of SPEC.md §7.2; the content-defined
+// cut of the same records makes more, smaller chunks of the same document.
+func TestCommitCut(t *testing.T) {
+	dir := t.TempDir()
+	scaled := recordsFile(t, dir, "scaled.json", examples.Scaled(1500))
+	commit := func(args ...string) commitOut {
+		return commitJSONOf(t, append([]string{"--store", "sqlite:" + filepath.Join(t.TempDir(), "boat.db"), "--vessel", vesselFlag, "--discovered-at", atFlag, scaled}, args...)...)
+	}
+	byDefault, greedy, cd := commit(), commit("--cut", "greedy"), commit("--cut", "content-defined")
+	assert.Equal(t, byDefault.ChunkCount, greedy.ChunkCount, "greedy is the default")
+	assert.Greater(t, cd.ChunkCount, 3*greedy.ChunkCount)
+	assert.Equal(t, greedy.DocumentSHA256, cd.DocumentSHA256, "one document however it is cut")
+}
+
 func TestCommitRefuses(t *testing.T) {
 	dir := t.TempDir()
 	db := "sqlite:" + filepath.Join(dir, "boat.db")
@@ -177,6 +191,8 @@ func TestCommitRefuses(t *testing.T) {
 		{"bad store", []string{"--store", "postgres:x", "--vessel", vesselFlag, boat}, exitUsage, "must be memory, sqlite:FILE or mysql:DSN"},
 		{"invalid records", []string{"--store", db, "--vessel", vesselFlag, invalid}, exitInvalid, "record 1"},
 		{"missing file", []string{"--store", db, "--vessel", vesselFlag, filepath.Join(dir, "absent.json")}, exitInvalid, "absent.json"},
+		{"bad cut", []string{"--store", db, "--vessel", vesselFlag, "--cut", "fastest", boat}, exitUsage, "--cut must be greedy or content-defined"},
+		{"cut twice", []string{"--store", db, "--vessel", vesselFlag, "--cut", "greedy", "--cut", "greedy", boat}, exitUsage, "given more than once"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := cli(t, "", append([]string{"commit"}, tc.args...)...)

@@ -43,7 +43,7 @@ type serveFlags struct {
 	tlsCert, tlsKey, clientCA, tokens stringFlag
 	insecure                          uuidFlag
 	interval                          durationFlag
-	migrate                           boolFlag
+	migrate, createStore              boolFlag
 	logFormat                         logFormatFlag
 	proxy                             proxyFlags // serveproxy.go
 }
@@ -77,6 +77,7 @@ func parseServe(e *env, c *command, args []string) (*serveFlags, int, bool) {
 	fs.Var(&f.insecure, "insecure-no-auth", "")
 	fs.Var(&f.interval, "reconcile-interval", "")
 	fs.Var(&f.migrate, "migrate", "")
+	fs.Var(&f.createStore, "create-store", "")
 	fs.Var(&f.logFormat, "log-format", "")
 	f.proxy.register(fs)
 	operands, status, ok := c.parse(e, fs, args)
@@ -102,6 +103,8 @@ func (f *serveFlags) check(operands []string) error {
 		return errors.New("--admin-listen must be HOST:PORT, such as 127.0.0.1:9464, or off")
 	case f.store.kind == "":
 		return errors.New("--store is required: " + storeSpelling)
+	case f.createStore.on && f.store.kind != "sqlite":
+		return errors.New("--create-store creates a sqlite:FILE store (a MariaDB schema is created by --migrate)")
 	case !f.retain.set:
 		return errors.New("--retain N or --retain all is required: decide how many finalized snapshots each vessel keeps (see 'sourcecatalog help serve')")
 	case f.proxy.any():
@@ -152,7 +155,7 @@ func (f *serveFlags) serve(ctx context.Context, stop func(), e *env, c *command)
 	if err != nil {
 		return c.failf(e, "%v", err)
 	}
-	src := f.store.source(f.migrate.on)
+	src := f.store.source(f.migrate.on, f.createStore.on)
 	svc, err := receiver.New(ctx, receiver.Config{
 		Store: src, Retention: f.retain.r, Auth: auth, Logger: logger, Metrics: newServeMetrics(),
 		ReconcileInterval: f.interval.d, TLS: tlsConfig,

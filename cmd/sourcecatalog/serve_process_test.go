@@ -105,7 +105,7 @@ func TestServeProcess(t *testing.T) {
 
 	log := &serveLogTail{}
 	cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0",
-		"--store", "sqlite:"+db, "--retain", "8", "--tls-cert", pki.serverCert, "--tls-key", pki.serverKey,
+		"--store", "sqlite:"+db, "--create-store", "--retain", "8", "--tls-cert", pki.serverCert, "--tls-key", pki.serverKey,
 		"--client-ca", pki.caFile, "--tokens", tokens, "--log-format", "json")
 	cmd.Stderr = log
 	require.NoError(t, cmd.Start())

@@ -281,6 +281,7 @@ func TestServeUsage(t *testing.T) {
 		{"bad interval", base("", "--reconcile-interval", "often"), "--reconcile-interval must be a duration"},
 		{"bad log format", base("", "--log-format", "xml"), "--log-format must be text or json"},
 		{"--migrate with a value", base("", "--migrate=yes"), "--migrate takes no value"},
+		{"--create-store of memory", base("", "--create-store"), "--create-store creates a sqlite:FILE store"},
 		{"an operand", base("", "extra"), `unexpected argument "extra": serve takes no arguments`},
 		{"insecure with TLS", base("", "--insecure-no-auth", vesselFlag), "--insecure-no-auth serves plain HTTP without authentication"},
 		{"insecure off loopback", []string{"serve", "--listen", "0.0.0.0:8080", "--store", "memory", "--retain", "all", "--insecure-no-auth", vesselFlag},
@@ -352,6 +353,8 @@ func TestServeStartupFailures(t *testing.T) {
 		{"bad token file", append(tlsArgs, "--tokens", badTokens), "--tokens " + badTokens + ": "},
 		{"unreachable mysql", []string{"--insecure-no-auth", vesselFlag, "--store", "mysql:u:secret-pw@tcp(127.0.0.1:1)/catalog"}, "opening the store: mysql schema catalog: "},
 		{"unopenable sqlite", []string{"--insecure-no-auth", vesselFlag, "--store", "sqlite:" + dir}, "opening the store: "},
+		{"missing sqlite without --create-store", []string{"--insecure-no-auth", vesselFlag, "--store", "sqlite:" + filepath.Join(dir, "lost.db")},
+			"opening the store: sqlitestore: " + filepath.Join(dir, "lost.db") + ": no such file (WithExistingFile creates nothing)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := []string{"serve", "--listen", "127.0.0.1:0", "--retain", "8", "--admin-listen", "off"}
@@ -624,7 +627,7 @@ func TestServeReconcilesAtStartup(t *testing.T) {
 	id, _ := activeSnapshot(t, file)
 	require.Equal(t, uuid.Nil, id, "nothing is active before serve")
 
-	s := startServe(t, "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--store", "sqlite:"+file,
+	s := startServe(t, "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--store", "sqlite:"+file, "--create-store",
 		"--retain", "all", "--insecure-no-auth", vesselFlag, "--reconcile-interval", "1s")
 	listen, admin := s.log.addrs(t)
 	assert.Equal(t, false, s.log.wait(t, "listening", nil)["tls"])
@@ -715,7 +718,7 @@ func TestServeMySQLMigrate(t *testing.T) {
 func TestServeShutdownFinishesInFlight(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "s.db")
 	snap, bodies := serveSnapshot(t, 3)
-	s := startServe(t, "--listen", "127.0.0.1:0", "--admin-listen", "off", "--store", "sqlite:"+file,
+	s := startServe(t, "--listen", "127.0.0.1:0", "--admin-listen", "off", "--store", "sqlite:"+file, "--create-store",
 		"--retain", "all", "--insecure-no-auth", vesselFlag)
 	listen, _ := s.log.wait(t, "listening", nil)["addr"].(string)
 	require.NotEmpty(t, listen)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+	"github.com/yachtmemory/sourcecatalog/envelope"
 	"github.com/yachtmemory/sourcecatalog/finalize"
 	"github.com/yachtmemory/sourcecatalog/finalize/memstore"
 	"github.com/yachtmemory/sourcecatalog/mysqlstore"
@@ -136,6 +137,34 @@ func (f *storeFlag) open(ctx context.Context, opts storeOptions) (*stores, error
 		return st, nil
 	}
 	return nil, errors.New("no --store given")
+}
+
+// cutFlag is --cut: the rule that cuts a snapshot's records into chunks
+// (SPEC.md §7.2), greedy when absent.
+type cutFlag struct {
+	contentDefined bool
+	set            bool
+}
+
+func (f *cutFlag) String() string { return "" }
+func (f *cutFlag) Set(s string) error {
+	if f.set {
+		return errTwice
+	}
+	switch s {
+	case "greedy", "content-defined":
+		f.contentDefined, f.set = s == "content-defined", true
+		return nil
+	}
+	return errors.New(`must be greedy or content-defined`)
+}
+
+// options are the build options of the rule.
+func (f *cutFlag) options() []envelope.Option {
+	if f.contentDefined {
+		return []envelope.Option{envelope.WithContentDefinedCuts()}
+	}
+	return nil
 }
 
 // boolFlag is a flag that takes no value: --json. It may be given once.

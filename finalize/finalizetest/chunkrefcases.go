@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 	"github.com/yachtmemory/sourcecatalog"
+	"github.com/yachtmemory/sourcecatalog/canonical"
 	"github.com/yachtmemory/sourcecatalog/envelope"
 	"github.com/yachtmemory/sourcecatalog/finalize"
 )
@@ -24,6 +25,7 @@ var chunkRefCases = []testCase{
 	{"OtherVessel", testRefOtherVessel},
 	{"Discarded", testRefDiscarded},
 	{"Tampered", testRefTampered},
+	{"StoreDamaged", testRefStoreDamaged},
 	{"NoLookup", testRefNoLookup},
 	{"CountsFullBytes", testRefCountsFullBytes},
 }
@@ -286,6 +288,40 @@ func testRefTampered(t *testing.T, newStore NewStore) {
 	require.Equal(t, 2, p.Chunk)
 	require.Equal(t, "payload_sha256", p.Field)
 	e.requireNothingStaged(idOf(s2))
+}
+
+// damagedLookup is a Store whose lookups by payload find every chunk
+// held damaged, as a store checking a checksum of its own at each read
+// reports it (finalize.PayloadTx).
+type damagedLookup struct{ finalize.Store }
+
+type damagedTx struct{ finalize.Tx }
+
+func (s damagedLookup) WithVessel(ctx context.Context, v uuid.UUID, fn func(finalize.Tx) error) error {
+	return s.Store.WithVessel(ctx, v, func(tx finalize.Tx) error { return fn(damagedTx{tx}) })
+}
+
+func (damagedTx) ChunkByPayload(context.Context, canonical.Digest) (finalize.StagedChunk, error) {
+	return finalize.StagedChunk{}, sourcecatalog.Errorf(sourcecatalog.ErrHashMismatch, "finalizetest: the chunk held under the digest is damaged")
+}
+
+// StoreDamaged: held bytes the store finds damaged are hash_mismatch at
+// the reference's chunk and payload_sha256 — the answer that makes the
+// sender send the chunk whole — never store_unavailable, which would have
+// it repeat the reference; nothing is staged.
+func testRefStoreDamaged(t *testing.T, newStore NewStore) {
+	e, inv, _ := refBoat(t, newStore)
+	d := e.over(finalize.NewReceiver(damagedLookup{e.store}))
+	s2 := d.build(2, inv)
+	for i, m := range refsOf(t, s2)[1:] {
+		rc, err := d.send(m)
+		require.ErrorIs(t, err, sourcecatalog.ErrHashMismatch, m.name)
+		require.Zero(t, rc)
+		p := sourcecatalog.Problems(err)[0]
+		require.Equal(t, i, p.Chunk)
+		require.Equal(t, "payload_sha256", p.Field)
+	}
+	d.requireNothingStaged(idOf(s2))
 }
 
 // noLookup hides a Store's PayloadTx.

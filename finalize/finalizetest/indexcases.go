@@ -22,6 +22,7 @@ var indexCases = []testCase{
 	{"SomeHeld", testIndexSomeHeld},
 	{"OtherVessel", testIndexOtherVessel},
 	{"Damaged", testIndexDamaged},
+	{"StoreDamaged", testIndexStoreDamaged},
 	{"NoLookup", testIndexNoLookup},
 	{"Retry", testIndexRetry},
 	{"Conflict", testIndexConflict},
@@ -154,6 +155,17 @@ func testIndexDamaged(t *testing.T, newStore NewStore) {
 	}))
 	s2 := e.build(2, inv)
 	e.sendIndex(indexOf(t, s2), envelope.Staged, all(len(s2.Chunks))...)
+}
+
+// StoreDamaged: held bytes the store finds damaged leave their chunks
+// missing, with no refusal: the manifest is staged, and the sender sends
+// those chunks whole.
+func testIndexStoreDamaged(t *testing.T, newStore NewStore) {
+	e, inv, _ := refBoat(t, newStore)
+	d := e.over(finalize.NewReceiver(damagedLookup{e.store}))
+	s2 := d.build(2, inv)
+	d.sendIndex(indexOf(t, s2), envelope.Staged, all(len(s2.Chunks))...)
+	d.requireMissing(idOf(s2), all(len(s2.Chunks))...)
 }
 
 // NoLookup: over a Tx that is no PayloadTx, the manifest is staged and

@@ -256,6 +256,8 @@ func (r *run) serveArgs(ctx context.Context) ([]string, error) {
 	if r.MySQL != nil {
 		store = "mysql:" + s
 		args = append(args, "--migrate")
+	} else {
+		args = append(args, "--create-store")
 	}
 	return append(args, "--store", store), nil
 }

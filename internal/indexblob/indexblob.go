@@ -1,5 +1,7 @@
 // Package indexblob encodes a vessel's record index (finalize.Tx.Index) as
-// one blob, for the stores that keep it as a single value.
+// a blob, for the stores that keep it as values: the whole index, or a
+// base and a delta from it (Delta, Apply), decoded values cached under a
+// stamp (Cache).
 //
 // The blob is front-coded because neighbouring keys in canonical order
 // share long prefixes: a uvarint entry count, then per entry the kind byte,
