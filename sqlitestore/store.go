@@ -120,7 +120,11 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
-	err := errors.Join(s.stmts.close(), s.conn.Close(), s.db.Close())
+	var err error
+	if s.cfg.wal() && !s.cfg.readOnly && s.poisoned == nil {
+		err = s.checkpointAll()
+	}
+	err = errors.Join(err, s.stmts.close(), s.conn.Close(), s.db.Close())
 	if s.lock != nil {
 		err = errors.Join(err, s.lock.Close()) // closing releases the flock
 	}
@@ -128,6 +132,28 @@ func (s *Store) Close() error {
 		return sourcecatalog.Wrap(sourcecatalog.ErrStoreUnavailable, fmt.Errorf("sqlitestore: close %s: %w", s.path, err))
 	}
 	return nil
+}
+
+// checkpointAll copies the whole WAL into the database file and truncates
+// the WAL to zero bytes (a TRUNCATE checkpoint), so that the file closed
+// is the whole database, even while another process has it open (when
+// none has, SQLite's close would also do it, and delete the WAL). Another
+// process reading or writing the file at that moment makes the
+// checkpoint give up at once, not an error: the WAL stays, whole, and
+// the last connection to close copies it. s.mu is held.
+func (s *Store) checkpointAll() error {
+	err := s.conn.Raw(func(c any) error {
+		raw := c.(driver.Conn).Raw()
+		if err := raw.BusyTimeout(0); err != nil {
+			return err
+		}
+		_, _, err := raw.WALCheckpoint("main", sqlite3.CHECKPOINT_TRUNCATE)
+		return err
+	})
+	if err == nil || busy(err) {
+		return nil
+	}
+	return err
 }
 
 // usable returns why the Store cannot run a transaction, or nil. s.mu is
