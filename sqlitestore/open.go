@@ -300,6 +300,6 @@ func (s *Store) release() {
 		s.db.Close()
 	}
 	if s.lock != nil {
-		s.lock.Close()
+		releaseLock(s.lock)
 	}
 }

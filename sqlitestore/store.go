@@ -126,7 +126,7 @@ func (s *Store) Close() error {
 	}
 	err = errors.Join(err, s.stmts.close(), s.conn.Close(), s.db.Close())
 	if s.lock != nil {
-		err = errors.Join(err, s.lock.Close()) // closing releases the flock
+		err = errors.Join(err, releaseLock(s.lock))
 	}
 	if err != nil {
 		return sourcecatalog.Wrap(sourcecatalog.ErrStoreUnavailable, fmt.Errorf("sqlitestore: close %s: %w", s.path, err))
