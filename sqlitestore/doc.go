@@ -114,6 +114,14 @@
 // only the file it opened first, never another at the path nor a new
 // one; Open creates a missing file unless WithExistingFile (or
 // WithReadOnly) says not to.
+// In WAL mode the commits since the last checkpoint are in the WAL
+// beside the path, and SQLite does not checkpoint into a file moved
+// away: a file moved or replaced under a running Store leaves them in
+// the "-wal" at the path. Move, copy or replace a store file only with
+// every process that has it open stopped (Close checkpoints the WAL into
+// the file): nothing binds a WAL to its database, so a database put at
+// the path beside another's WAL would be read with that WAL's pages over
+// its own. Open refuses a WAL beside a missing file (see Durability).
 //
 // # Damage
 //
