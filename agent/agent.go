@@ -13,10 +13,10 @@
 //     scan's start, or at once when Config.Wake delivers, under the settle
 //     and hold rules (SPEC.md §12.7): the picture of a server start the
 //     Store (an outbox.StartMemory) remembers as settled is trusted at
-//     once; a new start's once its
-//     reads, ConfirmGap apart, stood still for QuietSpan, or — its tree
-//     seen changing — from Config.Settle after it was first seen, by a
-//     read that did not grow. A scan with no paths, or with fewer than
+//     once; a new start's once its reads, ConfirmGap apart, stood still
+//     for QuietSpan, or — its tree seen changing, or the start following
+//     another the Store remembers (a restart) — from Config.Settle after
+//     it was first seen, by a read that did not grow. A scan with no paths, or with fewer than
 //     four fifths of the paths of the last trusted one, is held until a
 //     later read finds the same. A scan not trusted, or that fails —
 //     sourcecatalog.ErrIncompleteScan or any other error — commits

@@ -107,6 +107,47 @@ func TestLongRunningServerReadAtOnce(t *testing.T) {
 	assert.Equal(t, start.Add(agent.QuietSpan), remembered.Settled, "remembered as settled in the store")
 }
 
+// A start that follows another the store remembers is a restart — a boat
+// powered up, the server and the agent starting together — and a tree
+// that stands still proves nothing of it: a server just started can hold
+// a partial tree still for longer than QuietSpan. It settles by the clock,
+// so the first cycle comes at the settle time, whether the restart came
+// while the agent was down or while it ran.
+func TestRestartSettlesByTheClock(t *testing.T) {
+	t.Run("remembered", func(t *testing.T) {
+		g, d, cfg := startRig(t, func(int) ([]*catalog.Record, string, error) { return examples.Boat(), "after-power-up", nil })
+		_, err := g.boat.(outbox.StartMemory).RememberStart(context.Background(),
+			outbox.ServerStart{ID: "before-power-down", FirstSeen: start.Add(-48 * time.Hour), Settled: start.Add(-48 * time.Hour)})
+		require.NoError(t, err)
+		g.run(cfg, agent.DefaultSettle+time.Minute)
+		times := d.times()
+		require.NotEmpty(t, times)
+		assert.Equal(t, agent.DefaultSettle, times[len(times)-1], "read until the settle time, then trusted")
+		cycles := g.logged("cycle committed")
+		require.Len(t, cycles, 1)
+		assert.Equal(t, float64(start.Add(agent.DefaultSettle).UnixMilli()), cycles[0]["revision"])
+		wait := g.logged("scan incomplete: nothing committed")
+		require.NotEmpty(t, wait)
+		assert.Contains(t, wait[len(wait)-1]["error"], "follows an earlier start: a restart")
+	})
+	t.Run("while running", func(t *testing.T) {
+		g, d, cfg := startRig(t, func(n int) ([]*catalog.Record, string, error) {
+			if n < 3 {
+				return examples.Boat(), "first", nil // quiet: trusted at QuietSpan
+			}
+			return examples.Boat(), "second", nil // the server restarted
+		})
+		cfg.Interval = time.Minute
+		g.run(cfg, agent.QuietSpan+time.Minute+agent.DefaultSettle+time.Second)
+		cycles := g.logged("cycle committed")
+		require.Len(t, cycles, 2)
+		restartSeen := agent.QuietSpan + time.Minute
+		assert.Equal(t, float64(start.Add(restartSeen+agent.DefaultSettle).UnixMilli()), cycles[1]["revision"],
+			"the restart's first cycle at the settle time after it was first read")
+		assert.Equal(t, restartSeen+agent.DefaultSettle, d.times()[len(d.times())-1])
+	})
+}
+
 // A tree seen growing is taken for a server that just started: it is
 // not committed before the settle time, even when two reads in a lull
 // agree, and then only a read that did not grow; the waits double from

@@ -168,12 +168,16 @@ func (s *settler) judge(ctx context.Context, r reading) (verdict, error) {
 	if r.start != s.changing {
 		s.changing, s.since, s.changed = r.start, r.at, time.Time{}
 	}
+	// A start after another the memory holds is a restart: it settles
+	// by the clock, never by a quiet tree, since a server just started
+	// may hold a partial tree still for a while.
+	restart := st.Others > 0
 	if same && !agree {
 		s.changed = r.at
 	}
 	quiet := agree && s.changed.IsZero() && r.at.Sub(s.since) >= QuietSpan
 	byClock := s.settle >= 0 && r.at.Sub(st.FirstSeen) >= s.settle
-	settles := settled || (s.memory != nil && quiet) || (byClock && !grew)
+	settles := settled || (s.memory != nil && quiet && !restart) || (byClock && !grew)
 	hollow := r.paths == 0 || (s.trusted > 0 && r.paths*5 < s.trusted*ShrinkFifths)
 	// A hollow read is confirmed only by one ConfirmGap or more after it,
 	// however early a wake brought the later read.
@@ -204,6 +208,8 @@ func (s *settler) judge(ctx context.Context, r reading) (verdict, error) {
 		why.Detail = fmt.Sprintf("server start %q was first seen %v ago; its tree has not yet stood still for %v of reads %v apart", r.start, r.at.Sub(st.FirstSeen).Round(time.Second), QuietSpan, ConfirmGap)
 		if !s.changed.IsZero() {
 			why.Detail = fmt.Sprintf("server start %q was first seen %v ago and its tree changed since: trusted from the settle time (%v) once it stops growing", r.start, r.at.Sub(st.FirstSeen).Round(time.Second), s.settle)
+		} else if restart {
+			why.Detail = fmt.Sprintf("server start %q, first seen %v ago, follows an earlier start: a restart, trusted from the settle time (%v) once it stops growing", r.start, r.at.Sub(st.FirstSeen).Round(time.Second), s.settle)
 		}
 		if s.memory == nil {
 			why.Detail = fmt.Sprintf("server start %q was first seen %v ago, less than the settle time (%v), or its tree grew", r.start, r.at.Sub(st.FirstSeen).Round(time.Second), s.settle)

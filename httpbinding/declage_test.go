@@ -333,7 +333,7 @@ func TestNothingSentAfterARollbackIsNoticed(t *testing.T) {
 	pub := outbox.NewPublisher(b.store, vesselA, c, outbox.WithGate(httpbinding.NewGate(c)))
 	drain := func() (outbox.DrainReport, error) {
 		return pub.Drain(ctx, outbox.DrainOptions{Backoff: outbox.Backoff{Min: time.Millisecond, Max: time.Millisecond},
-			Until: time.Now().Add(50 * time.Millisecond)})
+			Until: time.Now().Add(2 * time.Second)})
 	}
 	b.commit("nav", 3)
 	_, err := drain()

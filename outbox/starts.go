@@ -28,6 +28,11 @@ type ServerStart struct {
 	ID        string
 	FirstSeen time.Time
 	Settled   time.Time
+	// Others is, in what RememberStart returns, how many other starts
+	// the memory holds: a start first seen after another is a restart
+	// of the server, not a server this controller never met. It is
+	// ignored in what RememberStart is given.
+	Others int
 }
 
 // A StartMemory is an on-board Store that remembers the starts of its
@@ -43,7 +48,8 @@ type StartMemory interface {
 	// the start first seen earliest when MaxServerStarts are kept; a
 	// remembered start keeps its FirstSeen, and takes s.Settled when it
 	// has none and s has one. So a caller learns, by passing the time it
-	// saw a start, when any process first saw it and whether it settled.
+	// saw a start, when any process first saw it, whether it settled,
+	// and how many other starts are remembered (Others).
 	// An ID empty, over MaxStartIDBytes or not UTF-8, or a zero
 	// FirstSeen, is an error wrapping sourcecatalog.ErrInvalidValue and
 	// changes nothing; a store that cannot serve returns one wrapping

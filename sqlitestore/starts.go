@@ -51,7 +51,11 @@ func (o *Outbox) RememberStart(ctx context.Context, st outbox.ServerStart) (outb
 			st.ID, first, settled, startSum(st.ID, first, settled).sum()); err != nil {
 			return err
 		}
-		out = outbox.ServerStart{ID: st.ID, FirstSeen: time.UnixMilli(first).UTC()}
+		var n int64
+		if _, err := b.queryRow(ctx, "count server starts", `SELECT count(*) FROM server_starts`, nil, &n); err != nil {
+			return err
+		}
+		out = outbox.ServerStart{ID: st.ID, FirstSeen: time.UnixMilli(first).UTC(), Others: int(n) - 1}
 		if settled.Valid {
 			out.Settled = time.UnixMilli(settled.Int64).UTC()
 		}

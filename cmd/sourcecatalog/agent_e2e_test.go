@@ -19,6 +19,7 @@ import (
 	"github.com/yachtmemory/sourcecatalog/finalize"
 	"github.com/yachtmemory/sourcecatalog/httpbinding"
 	"github.com/yachtmemory/sourcecatalog/internal/sktest"
+	"github.com/yachtmemory/sourcecatalog/outbox"
 	"github.com/yachtmemory/sourcecatalog/signalk"
 	"github.com/yachtmemory/sourcecatalog/sqlitestore"
 )
@@ -96,7 +97,7 @@ func TestAgentEndToEnd(t *testing.T) {
 	first := waitLog(t, logs, "cycle committed", 1)
 	rev1 := int64(first["revision"].(float64))
 	waitActive(t, shore, vessel, rev1)
-	st := cli(t, "", "status", "--store", "sqlite:"+shore, "--create-store", "--vessel", vessel.String(), "--json")
+	st := cli(t, "", "status", "--store", "sqlite:"+shore, "--vessel", vessel.String(), "--json")
 	require.Equal(t, 0, st.code, st.stderr)
 	var status struct {
 		Vessels []struct {
@@ -230,9 +231,11 @@ func currentKinds(c finalize.Catalog) (paths, sources int) {
 }
 
 // TestAgentSettlesOnARealServer runs the agent against a real
-// signalk-server (SPEC.md §12.7). Started with the server just up, the
-// agent commits nothing partial: its first cycle is the tree the next
-// cycle finds too, not one still filling. A second agent on a fresh
+// signalk-server (SPEC.md §12.7). Started with the server just up on an
+// outbox that remembers an earlier start — a boat powered up — the agent
+// commits nothing partial: its first cycle is the tree the next cycle
+// finds too, not one still filling (a tree that stood still at 29 of its
+// 39 paths for more than QuietSpan was seen here). A second agent on a fresh
 // outbox, against the server now up for a while, commits after reads
 // ConfirmGap apart stood still for QuietSpan, not after the settle time;
 // a third on the first agent's outbox commits its first read, the start
@@ -244,11 +247,16 @@ func TestAgentSettlesOnARealServer(t *testing.T) {
 	t.Parallel()
 	sk := sktest.Start(t, sktest.Options{Feeds: sktest.FeedBoth})
 	dir := t.TempDir()
-	run := func(name string, interval time.Duration, cycles int) *serveLogTail {
+	run := func(name string, interval, settle time.Duration, cycles int) *serveLogTail {
 		t.Helper()
 		board, err := sqlitestore.Open(t.Context(), filepath.Join(dir, name))
 		require.NoError(t, err)
 		defer board.Close()
+		if settle > 0 { // the start before the boat was powered down
+			_, err := board.Outbox().RememberStart(t.Context(), outbox.ServerStart{ID: "before-power-down",
+				FirstSeen: time.Now().Add(-48 * time.Hour), Settled: time.Now().Add(-48 * time.Hour)})
+			require.NoError(t, err)
+		}
 		disc, err := signalk.New(sk.URL(), signalk.WithHTTPClient(sk.Client()), signalk.WithSettle(0),
 			signalk.WithTimeout(5*time.Minute))
 		require.NoError(t, err)
@@ -256,7 +264,7 @@ func TestAgentSettlesOnARealServer(t *testing.T) {
 		require.NoError(t, err)
 		logs := &serveLogTail{}
 		a, err := agent.New(agent.Config{Vessel: uuid.MustParse("7d7c3c52-8a43-4f1e-9d0b-3c2a1e5f6b71"), Discoverer: disc,
-			Store: board.Outbox(), Transport: client, Gate: agent.GateOff, Interval: interval,
+			Store: board.Outbox(), Transport: client, Gate: agent.GateOff, Interval: interval, Settle: settle,
 			Logger: slog.New(slog.NewJSONHandler(logs, nil))})
 		require.NoError(t, err)
 		ctx, cancel := context.WithCancel(t.Context())
@@ -287,14 +295,14 @@ func TestAgentSettlesOnARealServer(t *testing.T) {
 	}
 
 	// The server just started: the first cycle is the whole tree.
-	first := run("first.db", 30*time.Second, 2)
+	first := run("first.db", 30*time.Second, 75*time.Second, 2)
 	cycles := first.all("cycle committed")
 	require.Equal(t, cycles[0]["document_sha256"], cycles[1]["document_sha256"],
 		"the first cycle after the start is the tree 30 s later too, not a part of it; the log:\n%s", first)
 	require.GreaterOrEqual(t, cycles[0]["paths"], 38.0)
 
 	// Up for a while, a start this outbox never saw: three reads, 10 s.
-	second := run("second.db", time.Hour, 1)
+	second := run("second.db", time.Hour, 0, 1)
 	waits := before(second, "scan incomplete: nothing committed")
 	require.Len(t, waits, 2, "two reads before the committed one; the log:\n%s", second)
 	for _, w := range waits {
@@ -304,6 +312,6 @@ func TestAgentSettlesOnARealServer(t *testing.T) {
 	require.Equal(t, cycles[1]["document_sha256"], second.all("cycle committed")[0]["document_sha256"])
 
 	// The first outbox remembers the start as settled: one read.
-	third := run("first.db", time.Hour, 1)
+	third := run("first.db", time.Hour, 0, 1)
 	require.Empty(t, before(third, "scan incomplete: nothing committed"), "the log:\n%s", third)
 }

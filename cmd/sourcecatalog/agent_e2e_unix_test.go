@@ -131,7 +131,7 @@ func TestAgentCommandEndToEnd(t *testing.T) {
 	assert.Equal(t, second["paths"], second["observations"])
 
 	// status, beside serve, shows the second cycle active with its records.
-	st := statusOf(t, "--store", "sqlite:"+shore, "--create-store", "--vessel", vesselFlag)
+	st := statusOf(t, "--store", "sqlite:"+shore, "--vessel", vesselFlag)
 	require.Len(t, st.Vessels, 1)
 	v := st.Vessels[0]
 	require.NotNil(t, v.Active)

@@ -194,7 +194,7 @@ func (s *Store) RememberStart(ctx context.Context, st outbox.ServerStart) (outbo
 	if err := outbox.CheckServerStart(st); err != nil {
 		return outbox.ServerStart{}, err
 	}
-	st.FirstSeen, st.Settled = toMilli(st.FirstSeen), toMilli(st.Settled)
+	st.FirstSeen, st.Settled, st.Others = toMilli(st.FirstSeen), toMilli(st.Settled), 0
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.starts == nil {
@@ -217,6 +217,7 @@ func (s *Store) RememberStart(ctx context.Context, st outbox.ServerStart) (outbo
 		delete(s.starts, oldest.ID)
 	}
 	s.starts[st.ID] = st
+	st.Others = len(s.starts) - 1
 	return st, nil
 }
 

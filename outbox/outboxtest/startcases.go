@@ -55,6 +55,19 @@ func RunStartMemory(t *testing.T, newMemory NewStartMemory) {
 		assert.True(t, other.Settled.IsZero(), "starts are apart")
 	})
 
+	t.Run("Others", func(t *testing.T) {
+		m := newMemory(t)
+		got, err := m.RememberStart(ctx, outbox.ServerStart{ID: "a", FirstSeen: t0, Others: 7})
+		require.NoError(t, err)
+		assert.Zero(t, got.Others, "the first start met: no other, whatever the caller passed")
+		got, err = m.RememberStart(ctx, outbox.ServerStart{ID: "b", FirstSeen: ms(time.Hour)})
+		require.NoError(t, err)
+		assert.Equal(t, 1, got.Others, "a start after another is a restart")
+		got, err = m.RememberStart(ctx, outbox.ServerStart{ID: "a", FirstSeen: ms(2 * time.Hour)})
+		require.NoError(t, err)
+		assert.Equal(t, 1, got.Others)
+	})
+
 	t.Run("Bounded", func(t *testing.T) {
 		m := newMemory(t)
 		for i := range outbox.MaxServerStarts + 1 {
