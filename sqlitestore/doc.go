@@ -11,36 +11,50 @@
 //
 // # Durability
 //
-// The database uses a rollback journal (journal_mode=TRUNCATE) with
-// synchronous=FULL. Before a transaction writes the database it syncs the
-// journal (the pages to restore); at COMMIT it syncs the database and then
-// commits by truncating the journal to zero bytes, and FULL syncs that
-// truncation too. So a WithVessel call that returned nil — a receipt, an
-// outbox commit, an activation — survives a power cut at the next instant.
-// With synchronous=NORMAL the truncation is not synced: after a power cut
-// the old journal could come back and roll the acknowledged transaction
-// back. (WAL would need synchronous=FULL just the same, plus a
-// shared-memory index file; DELETE mode would need EXTRA, which also
-// syncs the directory after unlinking the journal. TRUNCATE keeps the
-// journal file, so a commit changes no directory entry.)
-// When the database file is created, Open syncs its directory too.
+// The database uses a write-ahead log (journal_mode=WAL) with
+// synchronous=FULL. A commit appends the pages it changed to the WAL (the
+// file beside the database, with "-wal" appended) and syncs the WAL
+// before it is acknowledged, so a WithVessel call that returned nil — a
+// receipt, an outbox commit, an activation — survives a power cut at the
+// next instant. A checkpoint copies the WAL into the database file and
+// syncs the file before the WAL is started over; SQLite runs one when the
+// WAL passes 1000 pages (4 MiB at the 4096-byte page), in the commit that
+// passed it: the bound keeps the WAL, and what a reader or a recovery
+// reads through it, small, and a page rewritten by many commits is copied
+// once per checkpoint (BenchmarkBoardWrites counts a commit's checkpoint
+// too). Close runs a TRUNCATE checkpoint, so the file it leaves is the
+// whole database even while another process has it open; the last
+// connection to close deletes the WAL. The WAL index (the "-shm" file, in
+// shared memory) is rebuilt from the WAL after a crash. The power-cut and
+// crash-point tests cut WAL commits and checkpoints at every write, sync,
+// truncation and deletion, with the WAL index lost, and with the unsynced
+// writes lost, partly kept in another order, or all kept
+// (TestWALCutPoints). When the database file is created, Open syncs its
+// directory too.
 //
-// A commit costs about five syncs, whatever it holds; concurrent calls
-// share them (group commit, below), so that under load a message costs
-// under one. WAL measured fewer (BenchmarkJournalModes). In WAL mode
-// (WithJournal in the tests) a commit appends its pages to the WAL and,
-// with synchronous=FULL, syncs it before it is acknowledged; a checkpoint
-// copies the WAL into the file and syncs the file before the WAL is
-// restarted or truncated; the WAL index (the -shm file) is rebuilt from
-// the WAL after a crash. The power-cut and crash-point tests cut WAL
-// commits and checkpoints at every write, sync, truncation and deletion,
-// with the WAL index lost, and with the unsynced writes lost, partly
-// kept in another order, or all kept (TestWALCutPoints); Open checks a WAL
-// database as its file overlaid with the WAL's committed frames (a
-// checkpoint cut short leaves a page 1 counting pages only the WAL holds),
-// and refuses one on a network file system (ErrNetworkFileSystem), where
-// the WAL index cannot be shared. TRUNCATE stays the journal until the
-// remaining tests pass in WAL mode.
+// Open checks a WAL database as its file overlaid with the WAL's
+// committed frames (a checkpoint cut short leaves a page 1 counting pages
+// only the WAL holds), and refuses with ErrInvalidFile a missing file
+// beside a non-empty WAL or rollback journal: that log holds commits of
+// a file removed without it, which SQLite would delete on creating a new
+// database. It refuses WAL on a network file system
+// (ErrNetworkFileSystem), where the WAL index cannot be shared. A
+// read-only Open (WithReadOnly) of a WAL database reads the WAL beside
+// it and maps the WAL index, so it needs the directory and the files
+// beside the database readable and, for the index, writable; it sees
+// every commit made before each of its transactions, and writes nothing
+// to the database file.
+//
+// WithRollbackJournal keeps the rollback journal instead
+// (journal_mode=TRUNCATE, tested by TestPowerLoss, TestCrashPoints and
+// the fault tests): before a transaction writes the database it syncs the
+// journal (the pages to restore); at COMMIT it syncs the database and
+// then commits by truncating the journal to zero bytes, and FULL syncs
+// that truncation too (with NORMAL the old journal could come back after
+// a power cut and roll the acknowledged transaction back). It serves
+// where the WAL index cannot be shared, at about five syncs a commit to
+// WAL's two (BenchmarkJournalModes); concurrent calls share them (group
+// commit, below), so that under load a message costs well under one.
 //
 // # Transactions and processes
 //
@@ -85,8 +99,9 @@
 // sync, truncate or lock, a full disk, a corrupt page), the handle is
 // poisoned: whether the transaction committed may be unknown, so every
 // further call fails with ErrPoisoned until Close. Opening the file again
-// recovers it (SQLite rolls back a half-written transaction from its
-// journal); nothing acknowledged is lost. A full disk — SQLite's
+// recovers it (SQLite ignores the WAL's frames past its last commit, or
+// rolls back a half-written transaction from its rollback journal);
+// nothing acknowledged is lost. A full disk — SQLite's
 // SQLITE_FULL, or ENOSPC or EDQUOT from the file system, which the Store's
 // files map to SQLITE_FULL — also wraps ErrDiskFull ("disk full").
 //
@@ -99,6 +114,14 @@
 // only the file it opened first, never another at the path nor a new
 // one; Open creates a missing file unless WithExistingFile (or
 // WithReadOnly) says not to.
+// In WAL mode the commits since the last checkpoint are in the WAL
+// beside the path, and SQLite does not checkpoint into a file moved
+// away: a file moved or replaced under a running Store leaves them in
+// the "-wal" at the path. Move, copy or replace a store file only with
+// every process that has it open stopped (Close checkpoints the WAL into
+// the file): nothing binds a WAL to its database, so a database put at
+// the path beside another's WAL would be read with that WAL's pages over
+// its own. Open refuses a WAL beside a missing file (see Durability).
 //
 // # Damage
 //

@@ -28,7 +28,9 @@ var (
 	// schema (not SQLite, another application's database, or a newer schema
 	// version), or it is cut short or its header is damaged; with
 	// WithReadOnly, also a missing or empty file or an older schema
-	// version. Nothing was written to it.
+	// version; or the file is missing but a non-empty WAL or rollback
+	// journal of it is there (SQLite would delete it). Nothing was
+	// written to it.
 	ErrInvalidFile error = sourcecatalog.Errorf(sourcecatalog.ErrStoreUnavailable, "sqlitestore: not a source catalog database")
 	// ErrNetworkFileSystem: Open's path is on a network file system (NFS,
 	// SMB/CIFS, FUSE and others), where the WAL journal's shared memory

@@ -83,9 +83,9 @@ func (s *Store) Queued() int {
 	return len(s.queue)
 }
 
-// WithJournal opens the file in another journal mode than the default
-// TRUNCATE, to measure it: "wal", or "wal-exclusive" (WAL with SQLite's
-// exclusive locking mode).
+// WithJournal opens the file in the journal mode named: "wal" (the
+// default), "truncate" (WithRollbackJournal), or "wal-exclusive" (WAL
+// with SQLite's exclusive locking mode, to measure it).
 func WithJournal(mode string) Option { return func(c *config) { c.journal = mode } }
 
 // CachedBase reports whether the Store keeps a decoded index base of the

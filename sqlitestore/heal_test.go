@@ -150,7 +150,7 @@ func TestHealAfterIOError(t *testing.T) {
 			require.ErrorIs(t, err, storeheal.ErrReopening, "the next call")
 			require.ErrorIs(t, err, sourcecatalog.ErrStoreUnavailable)
 			for st := range states { // reopens fail while the disk is broken
-				require.NotEqual(t, storeheal.Healthy, st.State, "healthy on a broken disk")
+				require.NotEqual(t, storeheal.Healthy, st.State, "healthy on a broken disk: %+v", st)
 				if st.Attempts == 3 {
 					require.ErrorIs(t, st.LastErr, sourcecatalog.ErrStoreUnavailable)
 					require.ErrorIs(t, st.Cause, sqlitestore.ErrPoisoned)

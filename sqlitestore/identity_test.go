@@ -76,8 +76,8 @@ func replaceWith(t *testing.T, path, from string) []byte {
 
 // TestFileChangedUnderLoad changes the file under writers: removed,
 // renamed away, replaced by another store or by a copy of itself. Every
-// write acknowledged is in the file the Store opened (kept by a hard
-// link), nothing is written to the file now at the path (and none is
+// write acknowledged is in the file the Store opened with its WAL (kept
+// by hard links), nothing is written to the file now at the path (and none is
 // created), and from the change on every write and Ping fails with
 // ErrFileChanged, wrapping ErrPoisoned and storeheal.ErrReplaced.
 func TestFileChangedUnderLoad(t *testing.T) {
@@ -117,6 +117,9 @@ func TestFileChangedUnderLoad(t *testing.T) {
 			}
 			orig := filepath.Join(dir, "orig.db")
 			require.NoError(t, os.Link(path, orig)) // keeps the inode the Store opened
+			// and its WAL, which holds the commits since the last
+			// checkpoint: SQLite does not checkpoint into a moved file.
+			require.NoError(t, os.Link(path+"-wal", orig+"-wal"))
 			left := change(t, path, dir)
 			for range 4 {
 				err := <-failed

@@ -11,3 +11,6 @@ import (
 func lifetimeLock(path string, exclusive bool) (*os.File, error) {
 	return nil, unavailable("lock", path, errors.New("lifetime locks need flock, which this platform lacks"))
 }
+
+// releaseLock closes f.
+func releaseLock(f *os.File) error { return f.Close() }

@@ -44,3 +44,19 @@ func lifetimeLock(path string, exclusive bool) (*os.File, error) {
 	}
 	return f, nil
 }
+
+// releaseLock releases the lifetime lock f and closes it. The lock is
+// released explicitly first: a process forked by another goroutine holds
+// a copy of f until it execs (O_CLOEXEC closes it only then), and the
+// flock, which belongs to the open file, would outlive the Close until
+// then, so that a reopen right after Close could find it held.
+func releaseLock(f *os.File) error {
+	var err error
+	for {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		if err != syscall.EINTR {
+			break
+		}
+	}
+	return errors.Join(err, f.Close())
+}

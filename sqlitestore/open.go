@@ -48,9 +48,15 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		if created, err = checkPath(abs); err != nil {
 			return nil, err
 		}
-		switch {
-		case created && cfg.first != nil:
+		if created && cfg.first != nil {
 			return nil, fileChanged(abs, "removed or moved away")
+		}
+		if created {
+			if err := checkNoLog(abs); err != nil {
+				return nil, err
+			}
+		}
+		switch {
 		case created && cfg.readOnly:
 			return nil, invalid(abs, "no such file (a read-only open creates nothing)")
 		case created && cfg.existing:
@@ -124,6 +130,26 @@ func checkPath(path string) (absent bool, err error) {
 		return false, invalid(path, "not a regular file")
 	}
 	return false, nil
+}
+
+// checkNoLog fails with ErrInvalidFile when a non-empty WAL or rollback
+// journal lies beside the missing database file at path: it holds
+// commits of a database that was removed or moved away without it, and
+// SQLite would delete it on opening a new, empty database there. The
+// operator restores the database, or removes the log knowingly.
+func checkNoLog(path string) error {
+	for _, suffix := range []string{"-wal", "-journal"} {
+		fi, err := os.Lstat(path + suffix)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			continue
+		case err != nil:
+			return unavailable("stat", path+suffix, err)
+		case !fi.Mode().IsRegular() || fi.Size() > 0:
+			return invalid(path, fmt.Sprintf("no such file, but its log %s is there (%d bytes): restore the database beside it, or remove the log", filepath.Base(path+suffix), fi.Size()))
+		}
+	}
+	return nil
 }
 
 // syncDir makes the entries of directory dir durable.
@@ -274,6 +300,6 @@ func (s *Store) release() {
 		s.db.Close()
 	}
 	if s.lock != nil {
-		s.lock.Close()
+		releaseLock(s.lock)
 	}
 }

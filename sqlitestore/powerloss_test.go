@@ -40,17 +40,18 @@ func faultCycles(ctx context.Context, s *sqlitestore.Store, l *ledger) error {
 }
 
 // TestPowerLoss cuts the power at every write, truncation and sync of a
-// cycle — every sync point of an outbox commit, a receipt and a finalize —
+// cycle in a rollback journal (WithRollbackJournal; TestWALCutPoints cuts
+// the WAL) — every sync point of an outbox commit, a receipt and a finalize —
 // and checks that what survives is a database with every acknowledged
 // receipt, commit and activation (verify).
 func TestPowerLoss(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	base, acked := baseline(t)
+	base, acked := journalBaseline(t, "truncate")
 
 	// A run without a cut counts the operations.
 	dry := base.PowerCut()
-	s := openFS(t, dry)
+	s := openJournal(t, dry, "truncate")
 	before, _ := dry.Ops()
 	var l ledger
 	require.NoError(t, faultCycles(ctx, s, &l))
@@ -64,14 +65,14 @@ func TestPowerLoss(t *testing.T) {
 	for n := 1; n <= total; n++ {
 		t.Run(fmt.Sprintf("cut-%03d", n), func(t *testing.T) {
 			fs := base.PowerCut()
-			s := openFS(t, fs)
+			s := openJournal(t, fs, "truncate")
 			fs.Arm(n)
 			var l ledger
 			err := faultCycles(ctx, s, &l)
 			require.True(t, fs.Off(), "the power was cut")
 			require.Error(t, err, "a cycle went on after the power cut")
 			s.Close() // the connection is dead; its error says nothing
-			after := openFS(t, fs.PowerCut())
+			after := openJournal(t, fs.PowerCut(), "truncate")
 			defer func() { require.NoError(t, after.Close()) }()
 			verify(t, ctx, after, append(acked, l.all()...))
 		})
@@ -79,7 +80,7 @@ func TestPowerLoss(t *testing.T) {
 }
 
 // TestCrashPoints kills the process, as it were, before every write,
-// truncation and sync of a cycle (every third under the race detector): unlike a power cut, every write made
+// truncation and sync of a cycle in a rollback journal (every third under the race detector): unlike a power cut, every write made
 // until then survives, so the file may be caught half-written, with a
 // hot journal to roll it back. Open must recover it rather than take the
 // half-written file for a cut one, and what survives holds every
@@ -87,9 +88,9 @@ func TestPowerLoss(t *testing.T) {
 func TestCrashPoints(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	base, acked := baseline(t)
+	base, acked := journalBaseline(t, "truncate")
 	dry := base.PowerCut()
-	s := openFS(t, dry)
+	s := openJournal(t, dry, "truncate")
 	before, _ := dry.Ops()
 	var l ledger
 	require.NoError(t, faultCycles(ctx, s, &l))
@@ -103,12 +104,12 @@ func TestCrashPoints(t *testing.T) {
 	for n := 1; n <= total; n += step {
 		t.Run(fmt.Sprintf("crash-%03d", n), func(t *testing.T) {
 			fs := base.PowerCut()
-			s := openFS(t, fs)
+			s := openJournal(t, fs, "truncate")
 			fs.Arm(n)
 			var l ledger
 			require.Error(t, faultCycles(ctx, s, &l))
 			s.Close()
-			after := openFS(t, fs.Crash())
+			after := openJournal(t, fs.Crash(), "truncate")
 			defer func() { require.NoError(t, after.Close()) }()
 			verify(t, ctx, after, append(acked, l.all()...))
 		})

@@ -121,16 +121,16 @@ func TestReadOnly(t *testing.T) {
 	require.Equal(t, before, snapshotFile(current), "a read-only Store wrote the file")
 }
 
-// TestReadOnlyHotJournal: a transaction cut short by a power cut leaves a
-// hot journal, which a read-only Open cannot roll back: it says so, and a
+// TestReadOnlyHotJournal: in a rollback journal (a WAL has none), a
+// transaction cut short by a power cut leaves a hot journal, which a read-only Open cannot roll back: it says so, and a
 // read-write Open recovers the file, after which a read-only one opens.
 func TestReadOnlyHotJournal(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	base, _ := baseline(t)
+	base, _ := journalBaseline(t, "truncate")
 	for n := 1; n < 200; n++ {
 		fs := base.PowerCut()
-		s := openFS(t, fs)
+		s := openJournal(t, fs, "truncate")
 		fs.Arm(n)
 		var l ledger
 		if faultCycles(ctx, s, &l) == nil {
@@ -144,7 +144,7 @@ func TestReadOnlyHotJournal(t *testing.T) {
 		}
 		require.ErrorContains(t, err, "hot journal")
 		require.ErrorIs(t, err, sourcecatalog.ErrStoreUnavailable)
-		require.NoError(t, openFS(t, cut).Close(), "a read-write Open recovers")
+		require.NoError(t, openJournal(t, cut, "truncate").Close(), "a read-write Open recovers")
 		again, err := sqlitestore.Open(ctx, dbPath, sqlitestore.WithVFS(cut.name), sqlitestore.WithReadOnly())
 		require.NoError(t, err)
 		require.NoError(t, again.Close())

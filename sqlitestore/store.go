@@ -53,7 +53,7 @@ type config struct {
 	exclusive bool
 	readOnly  bool
 	vfs       string // a registered test VFS; "" for the operating system's files
-	journal   string // a journal mode measured against the default; "" for TRUNCATE
+	journal   string // "" for WAL (the default), "truncate" for the rollback journal, "wal-exclusive" in the tests
 	existing  bool   // refuse a missing or empty file instead of creating one
 	// first, when not nil, is the file a Source opened first: Open
 	// refuses another (a reopen), and creates none.
@@ -61,7 +61,7 @@ type config struct {
 }
 
 // wal reports whether the journal is a WAL.
-func (c config) wal() bool { return strings.HasPrefix(c.journal, "wal") }
+func (c config) wal() bool { return c.journal == "" || strings.HasPrefix(c.journal, "wal") }
 
 // An Option configures Open.
 type Option func(*config)
@@ -102,6 +102,14 @@ func WithExistingFile() Option { return func(c *config) { c.existing = true } }
 // so.
 func WithReadOnly() Option { return func(c *config) { c.readOnly = true } }
 
+// WithRollbackJournal keeps the database in a rollback journal
+// (journal_mode=TRUNCATE) instead of the default WAL: for a file that
+// processes on more than one host open, or on a file system that cannot
+// share the WAL index (Open refuses WAL there with ErrNetworkFileSystem).
+// It costs about five syncs a commit where WAL costs two (see the package
+// documentation).
+func WithRollbackJournal() Option { return func(c *config) { c.journal = "truncate" } }
+
 // Close releases the database and the lifetime lock. A transaction still
 // running finishes first. Close is idempotent; every call after it fails
 // with ErrClosed.
@@ -112,14 +120,40 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
-	err := errors.Join(s.stmts.close(), s.conn.Close(), s.db.Close())
+	var err error
+	if s.cfg.wal() && !s.cfg.readOnly && s.poisoned == nil {
+		err = s.checkpointAll()
+	}
+	err = errors.Join(err, s.stmts.close(), s.conn.Close(), s.db.Close())
 	if s.lock != nil {
-		err = errors.Join(err, s.lock.Close()) // closing releases the flock
+		err = errors.Join(err, releaseLock(s.lock))
 	}
 	if err != nil {
 		return sourcecatalog.Wrap(sourcecatalog.ErrStoreUnavailable, fmt.Errorf("sqlitestore: close %s: %w", s.path, err))
 	}
 	return nil
+}
+
+// checkpointAll copies the whole WAL into the database file and truncates
+// the WAL to zero bytes (a TRUNCATE checkpoint), so that the file closed
+// is the whole database, even while another process has it open (when
+// none has, SQLite's close would also do it, and delete the WAL). Another
+// process reading or writing the file at that moment makes the
+// checkpoint give up at once, not an error: the WAL stays, whole, and
+// the last connection to close copies it. s.mu is held.
+func (s *Store) checkpointAll() error {
+	err := s.conn.Raw(func(c any) error {
+		raw := c.(driver.Conn).Raw()
+		if err := raw.BusyTimeout(0); err != nil {
+			return err
+		}
+		_, _, err := raw.WALCheckpoint("main", sqlite3.CHECKPOINT_TRUNCATE)
+		return err
+	})
+	if err == nil || busy(err) {
+		return nil
+	}
+	return err
 }
 
 // usable returns why the Store cannot run a transaction, or nil. s.mu is

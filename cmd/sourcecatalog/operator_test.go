@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -155,6 +156,23 @@ var sqliteBackend = opBackend{"sqlite", func(t *testing.T) (string, func(func(*f
 	}
 }}
 
+// sqliteHeldBackend is sqliteBackend with the file held open, as serve
+// holds it, by a Store that writes the tests' snapshots and closes only
+// at the end: its commits stay in the WAL while the operator commands
+// (other connections, as other processes are) read and write the file.
+var sqliteHeldBackend = opBackend{"sqlite-held", func(t *testing.T) (string, func(func(*finalize.Receiver))) {
+	path := filepath.Join(t.TempDir(), "shore.db")
+	s, err := sqlitestore.Open(context.Background(), path)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	return "sqlite:" + path, func(fn func(*finalize.Receiver)) {
+		fn(finalize.NewReceiver(s))
+		fi, err := os.Stat(path + "-wal")
+		require.NoError(t, err)
+		require.Positive(t, fi.Size(), "the held Store's commits are in the WAL")
+	}
+}}
+
 // mysqlBackend makes a throwaway database for each store, on the server
 // dbtest.MySQLEnv names.
 var mysqlBackend = opBackend{"mysql", func(t *testing.T) (string, func(func(*finalize.Receiver))) {
@@ -221,6 +239,10 @@ func activate(t *testing.T, r *finalize.Receiver, s *envelope.Snapshot) {
 // The operator commands, on each store
 
 func TestOperatorSQLite(t *testing.T) { runOperator(t, sqliteBackend) }
+
+// TestOperatorSQLiteHeld runs the operator commands on an SQLite file
+// another Store holds open, its commits in the WAL.
+func TestOperatorSQLiteHeld(t *testing.T) { runOperator(t, sqliteHeldBackend) }
 
 // TestOperatorMySQL runs the operator commands on MariaDB when
 // SOURCECATALOG_MYSQL_DSN is set; under CI=true a missing setting fails.

@@ -230,7 +230,7 @@ func TestSQLiteInventory(t *testing.T) {
 	if err := s.db.QueryRowContext(ctx, "SELECT count(*) FROM items WHERE vessel_id = ?", b[:]).Scan(&n); err != nil || n != len(records) {
 		t.Errorf("%d rows of vessel b, want %d: %v", n, len(records), err)
 	}
-	if err := s.db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil || mode != "truncate" {
+	if err := s.db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
 		t.Errorf("journal mode %q: %v", mode, err)
 	}
 	if err := s.db.QueryRowContext(ctx, "SELECT count(*) FROM items").Scan(&n); err != nil || n != 2*len(records) {

@@ -21,7 +21,7 @@ const sqliteColumns = `vessel_id, kind, path, source_ref, record, first_seen_rev
 
 // SQLiteInventory is the Inventory of the SQLite floor: plain multi-row
 // INSERTs into the empty items table of a file that sqlitestore created,
-// over one connection in sqlitestore's journal mode (TRUNCATE,
+// over one connection in sqlitestore's journal mode (WAL,
 // synchronous=FULL).
 type SQLiteInventory struct {
 	db   *sql.DB
@@ -48,7 +48,7 @@ func CreateSQLiteInventory(ctx context.Context, path string, records []*catalog.
 	db.SetMaxOpenConns(1)
 	db.SetMaxIdleConns(1)
 	db.SetConnMaxLifetime(0)
-	for _, p := range []string{"PRAGMA busy_timeout = 5000", "PRAGMA journal_mode = TRUNCATE", "PRAGMA synchronous = FULL"} {
+	for _, p := range []string{"PRAGMA busy_timeout = 5000", "PRAGMA journal_mode = WAL", "PRAGMA synchronous = FULL"} {
 		if _, err := db.ExecContext(ctx, p); err != nil {
 			db.Close()
 			return nil, fmt.Errorf("fleetfloor: %s: %w", p, err)
