@@ -14,7 +14,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -61,12 +60,14 @@ func (vesselAuth) Authenticate(r *http.Request) (finalize.Origin, error) {
 }
 
 // A fault breaks a store and mends it. mend returns the moment the store
-// can serve again.
+// can serve again. A fault the store rides out is one it must serve
+// through: no 503 while it holds, and receipts go on.
 type fault struct {
-	name string
-	src  storeheal.Source
-	brk  func(tb testing.TB)
-	mend func(tb testing.TB) time.Time
+	name      string
+	src       storeheal.Source
+	brk       func(tb testing.TB)
+	mend      func(tb testing.TB) time.Time
+	riddenOut bool
 }
 
 // acked is a message a receipt was given for.
@@ -228,16 +229,27 @@ func (r *healRun) firstOKAfter(t time.Time, limit time.Duration) time.Time {
 }
 
 // cycle runs one fault of f held for hold, under the senders, and returns
-// how long the receiver answered 503 after the fault was mended. The
-// fault is broken once a receipt came, held at least until a 503 came, and
-// the next one waits for 20 receipts after it.
+// how long the receiver answered 503 after the fault was mended: the time
+// from the mend to the first receipt after it (for a fault the store
+// rides out, the gap between two receipts). The fault is broken once a
+// receipt came, held at least until a 503 came — or, ridden out, for
+// hold, requiring a receipt and no 503 meanwhile — and the next one waits
+// for 20 receipts after it.
 func (r *healRun) cycle(f *fault, hold time.Duration) time.Duration {
 	oks, unavailable, _ := r.state()
 	r.await(func(o, _ int) bool { return o > oks }, "a receipt before the fault")
 	f.brk(r.tb)
 	broken := time.Now()
-	r.await(func(_, u int) bool { return u > unavailable }, f.name+": a 503 while the store is broken")
+	if f.riddenOut {
+		oks, _, _ = r.state()
+		r.await(func(o, _ int) bool { return o > oks }, f.name+": a receipt while the fault holds")
+	} else {
+		r.await(func(_, u int) bool { return u > unavailable }, f.name+": a 503 while the store is broken")
+	}
 	time.Sleep(hold - time.Since(broken))
+	if _, u, _ := r.state(); f.riddenOut {
+		require.Equal(r.tb, unavailable, u, "%s: answered 503 while the store should serve through the fault", f.name)
+	}
 	mended := f.mend(r.tb)
 	healed := r.firstOKAfter(mended, time.Minute).Sub(mended)
 	oks, _, _ = r.state()
@@ -287,7 +299,11 @@ func heal(tb testing.TB, f *fault, senders int, holds []time.Duration) {
 	var worst, total time.Duration
 	for _, hold := range holds {
 		healed := r.cycle(f, hold)
-		tb.Logf("%s held %v: 503 for %v after it was mended", f.name, hold, healed)
+		if f.riddenOut {
+			tb.Logf("%s held %v: served through it, the first receipt %v after it was mended", f.name, hold, healed)
+		} else {
+			tb.Logf("%s held %v: 503 for %v after it was mended", f.name, hold, healed)
+		}
 		worst, total = max(worst, healed), total+healed
 	}
 	_, unavailable, _ := r.state()
@@ -301,20 +317,17 @@ func heal(tb testing.TB, f *fault, senders int, holds []time.Duration) {
 }
 
 // sqliteFaults returns the faults of a SQLite file on a tmpfs: the disk
-// filled, and the directory made read-only — a read-only bind mount of it
-// over it, so that the files the store holds open stay writable, as a
-// directory whose permissions changed under a running service, while
-// whatever it opens anew (the rollback journal, the file itself on a
-// reopen) is refused (EROFS, which root meets as well).
+// filled, and the directory made read-only (fsfault.ReadOnly: the files
+// the store holds open stay writable, whatever it opens anew is refused),
+// in WAL mode (the default) and under the rollback journal. A store in
+// WAL mode rides that out, writing only to the files it holds open, so
+// its tmpfs has room for what the senders write while the fault holds;
+// under the rollback journal the next commit fails to open its journal,
+// and the store heals once the directory is writable.
 func sqliteFaults(tb testing.TB) []*fault {
 	fsfault.NeedRoot(tb, "the file system faults, which mount a tmpfs")
 	full := fsfault.Tmpfs(tb, 64<<20)
 	filler := filepath.Join(full, "filler")
-	ro := fsfault.Tmpfs(tb, 64<<20)
-	run := func(tb testing.TB, args ...string) {
-		out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
-		require.NoError(tb, err, "%v: %s", args, out)
-	}
 	return []*fault{
 		{name: "disk full", src: sqlitestore.Source(filepath.Join(full, "shore.db")),
 			brk: func(tb testing.TB) { fsfault.FillDisk(tb, filler) },
@@ -322,17 +335,23 @@ func sqliteFaults(tb testing.TB) []*fault {
 				require.NoError(tb, os.Remove(filler))
 				return time.Now()
 			}},
-		// On the rollback journal: under WAL (the default) a store whose
-		// directory went read-only does not heal in process yet — every
-		// reopen's probe fails with SQLITE_FULL after the fault is mended,
-		// while a new process opens the file — an open defect.
-		{name: "read-only", src: sqlitestore.Source(filepath.Join(ro, "shore.db"), sqlitestore.WithRollbackJournal()),
-			brk: func(tb testing.TB) { run(tb, "mount", "--bind", "-o", "ro", ro, ro) },
-			mend: func(tb testing.TB) time.Time {
-				run(tb, "umount", "-l", ro) // lazily: a reopen attempt may hold a file open on it
-				return time.Now()
-			}},
+		readOnly(tb, "read-only", 512<<20, true),
+		readOnly(tb, "read-only rollback", 64<<20, false, sqlitestore.WithRollbackJournal()),
 	}
+}
+
+// readOnly returns the fault named name of a store opened with opts in a
+// tmpfs of size bytes whose directory is made read-only; riddenOut says
+// whether the store serves through it.
+func readOnly(tb testing.TB, name string, size int, riddenOut bool, opts ...sqlitestore.Option) *fault {
+	dir := fsfault.Tmpfs(tb, size)
+	var writable func()
+	return &fault{name: name, src: sqlitestore.Source(filepath.Join(dir, "shore.db"), opts...), riddenOut: riddenOut,
+		brk: func(tb testing.TB) { writable = fsfault.ReadOnly(tb, dir) },
+		mend: func(testing.TB) time.Time {
+			writable()
+			return time.Now()
+		}}
 }
 
 // mysqlRestart returns the fault of a MariaDB server stopped and started
@@ -411,6 +430,12 @@ func BenchmarkHealUnderWrites(b *testing.B) {
 			heal(b, f, 4, healHolds)
 		}
 	})
+	b.Run("sqlite-rollback-readonly", func(b *testing.B) {
+		f := sqliteFaults(b)[2]
+		for range b.N {
+			heal(b, f, 4, healHolds)
+		}
+	})
 	b.Run("mysql-restart", func(b *testing.B) {
 		f := mysqlRestart(b)
 		for range b.N {
@@ -419,9 +444,10 @@ func BenchmarkHealUnderWrites(b *testing.B) {
 	})
 }
 
-// TestHealUnderWrites: a full disk and a read-only file system under a
+// TestHealUnderWrites: a full disk and a read-only directory under a
 // receiver that senders keep writing to; once mended, the receiver
-// answers again without a restart, and nothing it acknowledged is lost.
+// answers again without a restart — in WAL mode it serves through the
+// read-only directory — and nothing it acknowledged is lost.
 func TestHealUnderWrites(t *testing.T) {
 	for _, f := range sqliteFaults(t) {
 		t.Run(f.name, func(t *testing.T) { heal(t, f, 2, []time.Duration{300 * time.Millisecond}) })

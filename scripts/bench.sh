@@ -138,8 +138,10 @@ else
 fi
 
 # Healing under writes (receiver/heal_bench_test.go): a full disk and a
-# read-only directory under SQLite (root: it mounts tmpfs), a MariaDB
-# restart (the throwaway server above, or SOURCECATALOG_MYSQL_DIR's).
+# read-only directory under SQLite (root: it mounts tmpfs; in WAL mode the
+# store serves through the read-only directory, under the rollback journal
+# it heals), a MariaDB restart (the throwaway server above, or
+# SOURCECATALOG_MYSQL_DIR's).
 if [[ $(id -u) -ne 0 ]]; then
   echo "BenchmarkHealUnderWrites/sqlite skipped: not root (the faults mount a tmpfs)" >>"$notes"
 fi
@@ -285,7 +287,9 @@ bytes, typical boat: 1 % changed, reference + gzip|BenchmarkChunkRefs/typical|ch
 shore time, identical round by reference vs first|BenchmarkChunkRefs/typical|identical-cpu/first|ratio|||<=|0.20
 shore floor: one verification of the staged set vs first|BenchmarkChunkRefs/typical|verify-floor/first|ratio|||
 heal: SQLite disk full, 503 after mended|BenchmarkHealUnderWrites/sqlite-diskfull|heal_max_s|peak|||<=|2
-heal: SQLite read-only dir, 503 after mended|BenchmarkHealUnderWrites/sqlite-readonly|heal_max_s|peak|||<=|2
+heal: SQLite read-only dir (WAL), 503s: served through|BenchmarkHealUnderWrites/sqlite-readonly|503s|peak|||<=|0
+heal: SQLite read-only dir (WAL), first receipt after mended|BenchmarkHealUnderWrites/sqlite-readonly|heal_max_s|peak|||<=|2
+heal: SQLite read-only dir, rollback journal, 503 after mended|BenchmarkHealUnderWrites/sqlite-rollback-readonly|heal_max_s|peak|||<=|2
 heal: MariaDB restart, 503 after it answers|BenchmarkHealUnderWrites/mysql-restart|heal_max_s|peak|||<=|2
 link VSAT, typical cold: first snapshot vs floor|BenchmarkLink/typical/cold|first_x_floor|ms|first_wall_ms|first_floor_ms|<=|2
 link VSAT, typical cold: identical vs floor|BenchmarkLink/typical/cold|identical_x_floor|ms|identical_wall_ms|identical_floor_ms|<=|2

@@ -105,6 +105,16 @@
 // SQLITE_FULL, or ENOSPC or EDQUOT from the file system, which the Store's
 // files map to SQLITE_FULL — also wraps ErrDiskFull ("disk full").
 //
+// A directory made read-only under a running Store (its permissions
+// changed, a read-only mount over it) is no failure in WAL mode: the Store
+// writes only to the files it holds open — the database, its WAL and WAL
+// index — and commits on. Under the rollback journal the next transaction
+// fails to open its journal, an I/O error that poisons the Store. Open
+// needs the directory writable in either mode (it opens the lock file
+// read-write), so a reopen fails, wrapping ErrStoreUnavailable, until the
+// directory is writable again, and then succeeds in the same process
+// (TestReadOnlyDirectory).
+//
 // A file removed, renamed away or replaced by another (another store, a
 // copy of this one) while the Store has it open poisons the Store with
 // ErrFileChanged: the Store compares the device and inode of the file it

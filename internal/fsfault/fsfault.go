@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -39,6 +40,27 @@ func Tmpfs(tb testing.TB, size int) string {
 		}
 	})
 	return dir
+}
+
+// ReadOnly makes directory dir read-only under whatever has files open
+// in it: a read-only bind mount of dir over itself. The files already
+// open stay writable, as under a directory whose permissions changed
+// under a running service, while a file opened anew for writing, or
+// created, is refused (EROFS, which root meets as well). It returns
+// mend, which removes that mount lazily (an open attempt may still hold
+// a file open on it) and may be called more than once; the test's
+// cleanup calls it too. The caller checks NeedRoot.
+func ReadOnly(tb testing.TB, dir string) (mend func()) {
+	tb.Helper()
+	out, err := exec.Command("mount", "--bind", "-o", "ro", dir, dir).CombinedOutput()
+	require.NoError(tb, err, "mount: %s", out)
+	mend = sync.OnceFunc(func() {
+		if out, err := exec.Command("umount", "-l", dir).CombinedOutput(); err != nil {
+			tb.Errorf("umount %s: %v: %s", dir, err, out)
+		}
+	})
+	tb.Cleanup(mend) // before Tmpfs's: cleanups run last first
+	return mend
 }
 
 // FillDisk writes the new file path until its file system is full.
