@@ -16,14 +16,15 @@ import (
 // through a manifest index (SPEC.md §6.7): the index, which resolves
 // every chunk from the held ones, and the Finalize that activates it by
 // identity (§8.4), against a first cycle's index, chunks and Finalize, on
-// a fresh vessel of one file per round. identical_x_first is the
+// a fresh vessel of one file per round, with the Receiver of serve, which
+// finalizes a set with the message completing it (§8.6). identical_x_first is the
 // identical cycle's wall-clock time over the first's; cpu_identical_x_first
 // the same for the process's processor time (unix only).
 func BenchmarkIndexRound(b *testing.B) {
 	ctx := context.Background()
 	s, _ := open(b)
 	r := finalize.NewReceiver(s, finalize.WithLimits(finalize.Limits{
-		IncompleteSnapshots: 8, IncompleteBytes: 1 << 30, RetainedSnapshots: 1 << 20, RetainedBytes: 1 << 40}))
+		IncompleteSnapshots: 8, IncompleteBytes: 1 << 30, RetainedSnapshots: 1 << 20, RetainedBytes: 1 << 40}), finalize.WithFinalizeWhenComplete())
 	records := examples.Scaled(1500)
 	cycle := func(snap *envelope.Snapshot, missing int) {
 		origin := finalize.Origin{VesselID: snap.Manifest.VesselID}
@@ -35,20 +36,20 @@ func BenchmarkIndexRound(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		rc, err := r.ReceiveManifestIndex(ctx, origin, x.Canonical())
-		if err != nil || rc.Missing.Len() != missing {
-			b.Fatalf("index: %d missing, %v", rc.Missing.Len(), err)
+		st, err := r.StageManifestIndex(ctx, origin, x.Canonical())
+		if err != nil || st.Receipt.Missing.Len() != missing {
+			b.Fatalf("index: %d missing, %v", st.Receipt.Missing.Len(), err)
 		}
+		wanted := st.Receipt.Missing
 		for _, c := range snap.Chunks {
-			if rc.Missing.Has(c.Index()) {
-				if _, err := r.ReceiveChunk(ctx, origin, c.Canonical()); err != nil {
+			if wanted.Has(c.Index()) {
+				if st, err = r.StageChunk(ctx, origin, c); err != nil {
 					b.Fatal(err)
 				}
 			}
 		}
-		out, err := r.Finalize(ctx, snap.Manifest.VesselID, snap.Manifest.SnapshotID)
-		if err != nil || out.Status != finalize.Activated {
-			b.Fatal(out.Status, err)
+		if st.FinalizeRun == nil || st.FinalizeRun.Outcome.Status != finalize.Activated {
+			b.Fatalf("not activated with its last message: %+v", st.FinalizeRun)
 		}
 	}
 	var first, identical bench.Span
