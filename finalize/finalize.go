@@ -112,18 +112,26 @@ func (r *Receiver) finalizeVessel(ctx context.Context, vesselID, snapshotID uuid
 	err := r.withVessel(ctx, "Finalize", vesselID, func(tx Tx) error {
 		out = Outcome{VesselID: vesselID, SnapshotID: snapshotID}
 		var err error
-		if result, err = r.finalize(ctx, tx, &out); err != nil {
-			return err
-		}
-		var all []Snapshot
-		out.Usage, all, err = r.usage(ctx, tx)
-		out.SupersededByActive = supersededByActive(all, out.ActiveRevision, out.ActiveSnapshot)
+		result, err = r.finalizeTx(ctx, tx, &out)
 		return err
 	})
 	if err != nil {
 		return Outcome{}, err
 	}
 	return out, result
+}
+
+// finalizeTx is Finalize of the snapshot out names within the vessel's
+// transaction, with the usage after it: it fills out and returns the error
+// Finalize returns with it, or the error that aborts the transaction.
+func (r *Receiver) finalizeTx(ctx context.Context, tx Tx, out *Outcome) (result, err error) {
+	if result, err = r.finalize(ctx, tx, out); err != nil {
+		return nil, err
+	}
+	var all []Snapshot
+	out.Usage, all, err = r.usage(ctx, tx)
+	out.SupersededByActive = supersededByActive(all, out.ActiveRevision, out.ActiveSnapshot)
+	return result, err
 }
 
 // finalize is Finalize within the vessel's transaction: it fills out and

@@ -57,7 +57,7 @@ func (r *Receiver) receiveIndex(ctx context.Context, origin Origin, x *envelope.
 	if err := r.admit(ctx, origin, m.VesselID); err != nil {
 		return st, nil, err
 	}
-	err = r.withVessel(ctx, "ReceiveManifestIndex", m.VesselID, func(tx Tx) error {
+	err = r.staging(ctx, "ReceiveManifestIndex", m.VesselID, &st, func(tx Tx) error {
 		rc.Status, rc.Complete, rc.Missing, st.Finalized, u = envelope.Staged, false, envelope.ChunkSet{}, false, nil
 		s, err := tx.Snapshot(ctx, m.SnapshotID)
 		fresh := errors.Is(err, sourcecatalog.ErrNotFound)

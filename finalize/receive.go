@@ -46,14 +46,31 @@ type Staged struct {
 	// receive transaction read it: Finalize would only report the outcome
 	// again. A snapshot still staging is never Finalized, complete or not.
 	Finalized bool
+	// FinalizeRun is the Finalize the receive call ran in the transaction
+	// that staged the message completing the set (WithFinalizeWhenComplete),
+	// nil when it ran none.
+	FinalizeRun *FinalizeRun
+}
+
+// A FinalizeRun is a Finalize that a receive call ran in its own
+// transaction: the Outcome and the error Finalize would have returned with
+// it (sourcecatalog.ErrRevisionConflict, with a Rejected outcome), and how
+// long it took.
+type FinalizeRun struct {
+	Outcome  Outcome
+	Err      error
+	Duration time.Duration
 }
 
 // NeedsFinalize reports whether the server policy of SPEC.md §8.6 runs
-// Finalize after the message: the receipt reports the set complete and
-// the snapshot was not finalized before it came. A snapshot whose
-// Finalize was cut by a crash is still staging, so its resent messages
-// need a Finalize, and Reconcile covers it too.
-func (s Staged) NeedsFinalize() bool { return s.Receipt.Complete && !s.Finalized }
+// Finalize after the message: the receipt reports the set complete, the
+// snapshot was not finalized before it came, and the receive call did not
+// finalize it itself (FinalizeRun). A snapshot whose Finalize was cut by a
+// crash is still staging, so its resent messages need a Finalize, and
+// Reconcile covers it too.
+func (s Staged) NeedsFinalize() bool {
+	return s.Receipt.Complete && !s.Finalized && s.FinalizeRun == nil
+}
 
 // StageManifest is ReceiveManifest, returning also whether the snapshot
 // was already finalized. The Observer sees it as ReceiveManifest.
@@ -73,11 +90,44 @@ func (r *Receiver) receive(op string, origin Origin, method func() (Staged, *Usa
 			e.Receipt, e.Usage = st.Receipt, u
 		}
 		r.report(e)
+		if run := st.FinalizeRun; err == nil && run != nil {
+			r.report(Event{Kind: EventFinalize, Op: "Finalize", Vessel: origin.VesselID, Snapshot: st.Receipt.SnapshotID,
+				Outcome: run.Outcome, Err: run.Err, Duration: run.Duration, Usage: &run.Outcome.Usage})
+		}
 	}
 	if err != nil {
 		return Staged{}, err
 	}
 	return st, nil
+}
+
+// staging runs fn, the transaction of a receive method op that fills st,
+// and under WithFinalizeWhenComplete, when fn staged the message that
+// completed the set, Finalize in the same transaction. A Finalize that
+// would end the transaction with an error leaves the message to be staged
+// alone, in a transaction run again without it.
+func (r *Receiver) staging(ctx context.Context, op string, vessel uuid.UUID, st *Staged, fn func(Tx) error) error {
+	for inTx := r.finalizeWhenComplete; ; inTx = false {
+		later := false
+		err := r.withVessel(ctx, op, vessel, func(tx Tx) error {
+			st.FinalizeRun, later = nil, false
+			if err := fn(tx); err != nil || !inTx || !st.Receipt.Complete || st.Receipt.Status != envelope.Staged {
+				return err
+			}
+			start := time.Now()
+			run := &FinalizeRun{Outcome: Outcome{VesselID: vessel, SnapshotID: st.Receipt.SnapshotID}}
+			result, err := r.finalizeTx(ctx, tx, &run.Outcome)
+			if err != nil {
+				later = true
+				return err
+			}
+			run.Err, run.Duration, st.FinalizeRun = result, time.Since(start), run
+			return nil
+		})
+		if !later {
+			return err
+		}
+	}
 }
 
 // receiveManifest is ReceiveManifest. With an error, rc holds what was
@@ -97,7 +147,7 @@ func (r *Receiver) receiveManifest(ctx context.Context, origin Origin, raw []byt
 	if err := r.admit(ctx, origin, m.VesselID); err != nil {
 		return st, nil, err
 	}
-	err = r.withVessel(ctx, "ReceiveManifest", m.VesselID, func(tx Tx) error {
+	err = r.staging(ctx, "ReceiveManifest", m.VesselID, &st, func(tx Tx) error {
 		rc.Status, rc.Complete, st.Finalized, u = envelope.Staged, false, false, nil
 		var staged Usage
 		s, err := tx.Snapshot(ctx, m.SnapshotID)
@@ -205,7 +255,7 @@ func (r *Receiver) stage(ctx context.Context, origin Origin, op string, m chunkM
 	if err := r.admit(ctx, origin, m.VesselID()); err != nil {
 		return st, nil, err
 	}
-	err = r.withVessel(ctx, op, m.VesselID(), func(tx Tx) error {
+	err = r.staging(ctx, op, m.VesselID(), &st, func(tx Tx) error {
 		rc.Status, rc.Complete, st.Finalized, u = envelope.Staged, false, false, nil
 		var staged Usage
 		var c *envelope.Chunk

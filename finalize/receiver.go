@@ -96,6 +96,18 @@ func WithLimits(l Limits) Option { return func(rc *Receiver) { rc.limits = l } }
 // with a negative keep, nothing is pruned automatically.
 func WithRetention(keep int) Option { return func(rc *Receiver) { rc.retain = keep } }
 
+// WithFinalizeWhenComplete makes a receive call whose message completes a
+// snapshot's set run Finalize in the transaction that staged the message,
+// as the server policy of SPEC.md §8.6 allows: the set is staged and
+// finalized in one commit, and Staged.FinalizeRun reports the outcome, the
+// Finalize a server would otherwise run after the receipt. An identical
+// cycle that a manifest index resolves in full is then one transaction.
+// When that Finalize fails with an error that would end its transaction
+// (a store failure, the retained bounds), the message is staged alone,
+// as without the option, and Staged.NeedsFinalize reports that Finalize
+// is still to run. Without it a receive call never finalizes.
+func WithFinalizeWhenComplete() Option { return func(rc *Receiver) { rc.finalizeWhenComplete = true } }
+
 // A Receiver runs the receiver's state machine over a Store. It keeps no
 // state of its own, so any number of Receivers, in any number of processes,
 // may share a Store. It is safe for concurrent use.
@@ -114,6 +126,8 @@ type Receiver struct {
 	limits   Limits
 	retain   int // < 0: no automatic pruning
 	observe  Observer
+
+	finalizeWhenComplete bool
 }
 
 // NewReceiver returns a Receiver over store. It panics if store is nil.

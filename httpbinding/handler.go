@@ -77,9 +77,10 @@ const (
 // does not answer in time is 503 store_unavailable, never a receipt, and
 // frees the vessel's slot. When a receipt reports the set complete the
 // Handler runs Finalize before answering (SPEC.md §11.4) — unless the
-// message was a resend for a snapshot the Receiver had already finalized
-// (finalize.Staged.NeedsFinalize), for which Finalize would only report
-// its outcome again — on a context
+// message was a resend for a snapshot the Receiver had already finalized,
+// for which Finalize would only report its outcome again, or the Receiver
+// finalized the set with the message (finalize.WithFinalizeWhenComplete),
+// whose outcome the Handler reports (finalize.Staged.NeedsFinalize) — on a context
 // detached from the request and bounded by the finalize timeout; a
 // Finalize failure is reported to the Observer and never changes the
 // answer, since the receipt is already durable.
@@ -231,7 +232,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rc := st.Receipt
-	if st.NeedsFinalize() {
+	switch run := st.FinalizeRun; {
+	case run != nil: // finalized with the message, in its transaction
+		h.observe(Event{
+			Kind: EventFinalize, Vessel: origin.VesselID, Snapshot: rc.SnapshotID, Trigger: TriggerReceipt,
+			Finalize: &run.Outcome, Err: run.Err, Duration: run.Duration,
+		})
+	case st.NeedsFinalize():
 		h.finalize(r.Context(), origin.VesselID, rc.SnapshotID)
 	}
 	ev.Status, ev.Outcome = http.StatusOK, string(rc.Status)

@@ -2,6 +2,8 @@ package httpbinding_test
 
 import (
 	"context"
+	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/uuid"
@@ -52,6 +54,40 @@ func TestResendsOfAFinalizedSetRunNoFinalize(t *testing.T) {
 	}
 	require.Len(t, r.events.of(httpbinding.EventFinalize), 2, "a resend of a finalized set runs no Finalize")
 	active, err := r.recv.Active(ctx, vesselA)
+	require.NoError(t, err)
+	require.Equal(t, b.snapID, active.SnapshotID)
+}
+
+// TestFinalizeRunWithTheMessage: over a Receiver that finalizes a set
+// with the message completing it (finalize.WithFinalizeWhenComplete), the
+// Handler reports that Finalize, once, as triggered by the receipt, and
+// runs no other.
+func TestFinalizeRunWithTheMessage(t *testing.T) {
+	ctx := context.Background()
+	var finalizes atomic.Int32
+	recv := finalize.NewReceiver(memstore.New(), finalize.WithFinalizeWhenComplete(), finalize.WithObserver(func(e finalize.Event) {
+		if e.Kind == finalize.EventFinalize {
+			finalizes.Add(1)
+		}
+	}))
+	var events eventLog
+	ts := httptest.NewServer(httpbinding.NewHandler(recv, httpbinding.InsecureNoAuth(vesselA), httpbinding.WithObserver(events.observe)))
+	defer ts.Close()
+	c, err := httpbinding.NewClient(ts.URL + "/v2/messages")
+	require.NoError(t, err)
+	defer c.CloseIdleConnections()
+	b := commitCycle(t, vesselA, uuid.Nil, "nav", 1)
+	for _, e := range b.entries {
+		_, err := c.Send(ctx, e)
+		require.NoError(t, err)
+	}
+	fin := events.of(httpbinding.EventFinalize)
+	require.Len(t, fin, 1)
+	require.Equal(t, httpbinding.TriggerReceipt, fin[0].Trigger)
+	require.NoError(t, fin[0].Err)
+	require.Equal(t, finalize.Activated, fin[0].Finalize.Status)
+	require.EqualValues(t, 1, finalizes.Load(), "one Finalize ran, with the message")
+	active, err := recv.Active(ctx, vesselA)
 	require.NoError(t, err)
 	require.Equal(t, b.snapID, active.SnapshotID)
 }

@@ -214,7 +214,9 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 		metrics = m.Handler()
 	}
 	store := storeheal.Receiver(h, func(st finalize.Store) finalize.Store { return st })
-	s.recv = finalize.NewReceiver(store, append(retain, finalize.WithObserver(observe))...)
+	// A message completing a set is finalized in its own transaction: one
+	// commit for an identical cycle's manifest index (SPEC.md §8.6).
+	s.recv = finalize.NewReceiver(store, append(retain, finalize.WithObserver(observe), finalize.WithFinalizeWhenComplete())...)
 	s.handler = httpbinding.NewHandler(s.recv, cfg.Auth, httpbinding.WithChunkReferences(true), httpbinding.WithManifestIndexes(true), httpbinding.WithObserver(s.binding))
 	s.admin = adminHandler(h.Status, s.ping, metrics, s.recv, s.log.Logger)
 	return s, nil

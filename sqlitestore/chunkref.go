@@ -2,12 +2,10 @@ package sqlitestore
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"math"
 	"strings"
 
-	"github.com/google/uuid"
 	"github.com/yachtmemory/sourcecatalog"
 	"github.com/yachtmemory/sourcecatalog/canonical"
 	"github.com/yachtmemory/sourcecatalog/finalize"
@@ -23,19 +21,20 @@ var (
 // index (schema version 4). Every row is checked against its checksum,
 // like every chunk read, and a damaged row's bytes are never handed out:
 // the rows with the digest are read newest first, a damaged one is
-// skipped for the next, and when every row held is damaged the error
+// skipped for the next — and when the records they share are damaged,
+// every row sharing them — and when every row held is damaged the error
 // wraps sourcecatalog.ErrHashMismatch, naming them, and leaves the
 // transaction usable (SPEC.md §6.6: the sender then sends the chunk
-// whole, whose row, newer, resolves the next reference to that digest).
+// whole, whose records mend the shared ones, or whose row, newer,
+// resolves the next reference to that digest).
 func (t *tx) ChunkByPayload(ctx context.Context, digest canonical.Digest) (finalize.StagedChunk, error) {
 	var damaged []string
+	skip := int64(-1) // the damaged body, at most one per digest
 	for before := int64(math.MaxInt64); ; {
-		var c finalize.StagedChunk
-		var snap, payload []byte
-		var stored sql.NullInt64
-		found, err := t.queryRow(ctx, "read chunk by payload", `SELECT rowid, snapshot_id, chunk_index, payload_sha256, chunk_canonical, checksum
-			FROM chunks WHERE vessel_id = ? AND payload_sha256 = ? AND rowid < ? ORDER BY rowid DESC LIMIT 1`,
-			[]any{t.vessel, digest[:], before}, &before, &snap, &c.Index, &payload, &c.Canonical, &stored)
+		var r chunkRow
+		found, err := t.queryRow(ctx, "read chunk by payload", chunkSelect+`WHERE c.vessel_id = ? AND c.payload_sha256 = ? AND c.rowid < ?
+			AND (c.body_id IS NULL OR c.body_id != ?) ORDER BY c.rowid DESC LIMIT 1`,
+			[]any{t.vessel, digest[:], before, skip}, r.dest()...)
 		switch {
 		case err != nil:
 			return finalize.StagedChunk{}, err
@@ -46,17 +45,17 @@ func (t *tx) ChunkByPayload(ctx context.Context, digest canonical.Digest) (final
 		case !found:
 			return finalize.StagedChunk{}, sourcecatalog.ErrNotFound
 		}
-		id, err := uuid.FromBytes(snap)
-		if err == nil {
-			err = t.checkChunk(id, c.Index, payload, c.Canonical, stored)
+		before = r.rowid
+		c, body, err := t.staged(&r)
+		switch {
+		case err != nil && body != 0:
+			skip = body
+			damaged = append(damaged, fmt.Sprintf("the records of chunk body %d", body))
+		case err != nil:
+			damaged = append(damaged, fmt.Sprintf("snapshot %s chunk %d", vesselText(r.snapshot), r.index))
+		default:
+			return c, nil
 		}
-		if err != nil {
-			damaged = append(damaged, fmt.Sprintf("snapshot %s chunk %d", vesselText(snap), c.Index))
-			continue
-		}
-		c.Snapshot = id
-		copy(c.Payload[:], payload)
-		return c, nil
 	}
 }
 

@@ -189,15 +189,17 @@ func TestOpenRefusesCutFile(t *testing.T) {
 
 // flip returns data with one byte changed inside within, at a place where
 // a run of within's bytes is stored once, contiguously (a long value
-// spans pages); it tries runs from the end of within, where a chunk's or
-// entry's own revision and ids are.
-func flip(t *testing.T, data, within []byte) []byte {
+// spans pages), and is in none of others, the other values stored, so
+// that the run stored is within's (or a part within shares); it tries
+// runs from the end of within, where a chunk's or entry's own revision
+// and ids are.
+func flip(t *testing.T, data, within []byte, others ...[]byte) []byte {
 	t.Helper()
 	const run = 64
 	for end := len(within); end >= run; end -= run / 4 {
 		probe := within[end-run : end]
 		at := bytes.Index(data, probe)
-		if at < 0 || bytes.Contains(data[at+1:], probe) {
+		if at < 0 || bytes.Contains(data[at+1:], probe) || slices.ContainsFunc(others, func(o []byte) bool { return bytes.Contains(o, probe) }) {
 			continue
 		}
 		out := bytes.Clone(data)
@@ -216,7 +218,13 @@ func TestDamagedChunk(t *testing.T) {
 	ctx := context.Background()
 	data, staging := shoreFile(t)
 	chunk := staging[2] // chunk 1 of the staging snapshot
-	damaged := flip(t, data, chunk.Payload)
+	var others [][]byte
+	for _, e := range append(cycleEntries(t, 1), staging...) {
+		if e.ChunkIndex != chunk.ChunkIndex || e.SnapshotID != chunk.SnapshotID {
+			others = append(others, e.Payload)
+		}
+	}
+	damaged := flip(t, data, chunk.Payload, others...)
 	fs := newMemFS()
 	defer fs.unregister()
 	fs.set(dbPath, damaged)

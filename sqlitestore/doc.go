@@ -171,7 +171,14 @@
 // records share (schema version 5), so that a cycle repeating the last
 // one writes entry rows and no records; the entry reads back whole, byte
 // for byte, and a shared row that is damaged fails the read of every entry
-// sharing it, and is mended by the next commit that holds its records. A time is two integer columns, Unix seconds
+// sharing it, and is mended by the next commit that holds its records.
+// A staged chunk does the same on the receiver's side (schema version 7):
+// the vessel's chunks with the same records share one row of them, so an
+// identical cycle a manifest index resolves stages a few hundred bytes a
+// chunk rather than a copy of every record; damaged shared records fail
+// every chunk sharing them, answer hash_mismatch to a reference or an
+// index, and are mended by the chunk the sender then sends whole. A time
+// is two integer columns, Unix seconds
 // and the nanoseconds within that second, so every time the protocol
 // accepts (years 0000 to 9999) survives exactly. Tables are STRICT.
 package sqlitestore

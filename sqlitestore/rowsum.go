@@ -93,6 +93,12 @@ func bodySum(vessel, digest []byte, firstRevision int64, body []byte) *rowSum {
 	return newRowSum("outbox_bodies").bytes(vessel).bytes(digest).int(firstRevision).bytes(body)
 }
 
+// chunkBodySum is the checksum of a chunk_bodies row: the records staged
+// chunks of a vessel share.
+func chunkBodySum(vessel, digest, body []byte) *rowSum {
+	return newRowSum("chunk_bodies").bytes(vessel).bytes(digest).bytes(body)
+}
+
 // damagedRow is the error of a row that does not match its checksum.
 func damagedRow(format string, args ...any) error {
 	return fmt.Errorf(format+": %w", append(args, ErrDamaged)...)

@@ -17,8 +17,9 @@ const applicationID = 0x59534331
 // schemaVersion is the version of the schema this build writes, kept in
 // user_version; migrations[v-1] brings version v-1 to v. A new file runs
 // every migration in turn. Version 6 is schema_v6.sql, the server starts
-// of the on-board side (SPEC.md §12.7).
-const schemaVersion = 6
+// of the on-board side (SPEC.md §12.7); version 7 schema_v7.sql, the
+// records staged chunks share (chunkbody.go).
+const schemaVersion = 7
 
 //go:embed schema_v1.sql
 var schemaV1 string
@@ -38,7 +39,10 @@ var schemaV5 string
 //go:embed schema_v6.sql
 var schemaV6 string
 
-var migrations = [schemaVersion]string{schemaV1, schemaV2, schemaV3, schemaV4, schemaV5, schemaV6}
+//go:embed schema_v7.sql
+var schemaV7 string
+
+var migrations = [schemaVersion]string{schemaV1, schemaV2, schemaV3, schemaV4, schemaV5, schemaV6, schemaV7}
 
 // backfills[v-1], when not nil, runs after the statements of migration v,
 // in its transaction.

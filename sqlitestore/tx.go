@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/yachtmemory/sourcecatalog"
+	"github.com/yachtmemory/sourcecatalog/canonical"
 	"github.com/yachtmemory/sourcecatalog/finalize"
 )
 
@@ -142,6 +143,10 @@ type tx struct {
 	// newBase is a decoded base value this transaction read or wrote, for
 	// the Store's cache once the transaction has committed.
 	newBase []finalize.IndexEntry
+
+	// bodies are the chunk bodies this transaction read undamaged or
+	// wrote, by payload_sha256 (chunkbody.go).
+	bodies map[canonical.Digest]heldBody
 }
 
 // unixTime splits t into the two columns that store a time; fromUnix
@@ -300,29 +305,41 @@ func boundReason(s string) string {
 }
 
 func (t *tx) DeleteSnapshot(ctx context.Context, id uuid.UUID) error {
+	var bodies []int64
+	err := t.query(ctx, "read chunk bodies", `SELECT DISTINCT body_id FROM chunks
+		WHERE vessel_id = ? AND snapshot_id = ? AND body_id IS NOT NULL`, []any{t.vessel, id[:]}, func(r *sql.Rows) error {
+		var b int64
+		err := r.Scan(&b)
+		bodies = append(bodies, b)
+		return err
+	})
+	if err != nil {
+		return err
+	}
 	if _, err := t.exec(ctx, "delete chunks", `DELETE FROM chunks WHERE vessel_id = ? AND snapshot_id = ?`, t.vessel, id[:]); err != nil {
 		return err
 	}
-	_, err := t.exec(ctx, "delete snapshot", `DELETE FROM snapshots WHERE vessel_id = ? AND snapshot_id = ?`, t.vessel, id[:])
+	if err := t.deleteBodies(ctx, bodies); err != nil {
+		return err
+	}
+	_, err = t.exec(ctx, "delete snapshot", `DELETE FROM snapshots WHERE vessel_id = ? AND snapshot_id = ?`, t.vessel, id[:])
 	return err
 }
 
 func (t *tx) Chunk(ctx context.Context, snapshot uuid.UUID, index int) (finalize.StagedChunk, error) {
-	c := finalize.StagedChunk{Snapshot: snapshot, Index: index}
-	var digest []byte
-	var stored sql.NullInt64
-	found, err := t.queryRow(ctx, "read chunk", `SELECT payload_sha256, chunk_canonical, checksum FROM chunks
-		WHERE vessel_id = ? AND snapshot_id = ? AND chunk_index = ?`, []any{t.vessel, snapshot[:], index}, &digest, &c.Canonical, &stored)
+	var r chunkRow
+	found, err := t.queryRow(ctx, "read chunk", chunkSelect+`WHERE c.vessel_id = ? AND c.snapshot_id = ? AND c.chunk_index = ?`,
+		[]any{t.vessel, snapshot[:], index}, r.dest()...)
 	switch {
 	case err != nil:
-		return c, err
+		return finalize.StagedChunk{}, err
 	case !found:
-		return c, sourcecatalog.ErrNotFound
+		return finalize.StagedChunk{}, sourcecatalog.ErrNotFound
 	}
-	if err := t.checkChunk(snapshot, index, digest, c.Canonical, stored); err != nil {
+	c, _, err := t.staged(&r)
+	if err != nil {
 		return finalize.StagedChunk{}, t.fail(ctx, "read chunk", err)
 	}
-	copy(c.Payload[:], digest)
 	return c, nil
 }
 
@@ -351,29 +368,31 @@ func (t *tx) ChunkDigests(ctx context.Context, snapshot uuid.UUID) ([]finalize.S
 }
 
 // chunks reads snapshot's chunks in index order: whole, their bytes
-// checked against the row's checksum, or only their index and digest.
+// checked against the rows' checksums, or only their index and digest.
 func (t *tx) chunks(ctx context.Context, snapshot uuid.UUID, whole bool) ([]finalize.StagedChunk, error) {
-	op, columns := "read chunk digests", "chunk_index, payload_sha256"
-	if whole {
-		op, columns = "read chunks", columns+", chunk_canonical, checksum"
-	}
 	var out []finalize.StagedChunk
-	err := t.query(ctx, op, `SELECT `+columns+` FROM chunks
+	if whole {
+		err := t.query(ctx, "read chunks", chunkSelect+`WHERE c.vessel_id = ? AND c.snapshot_id = ? ORDER BY c.chunk_index`,
+			[]any{t.vessel, snapshot[:]}, func(r *sql.Rows) error {
+				var row chunkRow
+				if err := r.Scan(row.dest()...); err != nil {
+					return err
+				}
+				c, _, err := t.staged(&row)
+				out = append(out, c)
+				return err
+			})
+		if err != nil {
+			return nil, err
+		}
+		return out, nil
+	}
+	err := t.query(ctx, "read chunk digests", `SELECT chunk_index, payload_sha256 FROM chunks
 		WHERE vessel_id = ? AND snapshot_id = ? ORDER BY chunk_index`, []any{t.vessel, snapshot[:]}, func(r *sql.Rows) error {
 		c := finalize.StagedChunk{Snapshot: snapshot}
 		var digest []byte
-		var stored sql.NullInt64
-		dest := []any{&c.Index, &digest}
-		if whole {
-			dest = append(dest, &c.Canonical, &stored)
-		}
-		if err := r.Scan(dest...); err != nil {
+		if err := r.Scan(&c.Index, &digest); err != nil {
 			return err
-		}
-		if whole {
-			if err := t.checkChunk(snapshot, c.Index, digest, c.Canonical, stored); err != nil {
-				return err
-			}
 		}
 		copy(c.Payload[:], digest)
 		out = append(out, c)
@@ -385,9 +404,19 @@ func (t *tx) chunks(ctx context.Context, snapshot uuid.UUID, whole bool) ([]fina
 	return out, nil
 }
 
+// PutChunk stores c, sharing its records with the vessel's chunks of the
+// same payload_sha256 when their bytes are the same (chunkbody.go). The
+// row's checksum covers c's canonical bytes whole.
 func (t *tx) PutChunk(ctx context.Context, c finalize.StagedChunk) error {
-	_, err := t.exec(ctx, "write chunk", `INSERT INTO chunks (vessel_id, snapshot_id, chunk_index, payload_sha256, chunk_canonical, checksum)
-		VALUES (?, ?, ?, ?, ?, ?)`, t.vessel, c.Snapshot[:], c.Index, c.Payload[:], c.Canonical,
-		chunkSum(t.vessel, c.Snapshot[:], c.Index, c.Payload[:], c.Canonical).sum())
+	if err := t.ready(); err != nil {
+		return err
+	}
+	part, bodyID, bodyAt, err := t.split(ctx, c)
+	if err != nil {
+		return err
+	}
+	_, err = t.exec(ctx, "write chunk", `INSERT INTO chunks (vessel_id, snapshot_id, chunk_index, payload_sha256, chunk_canonical, checksum, body_id, body_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, t.vessel, c.Snapshot[:], c.Index, c.Payload[:], part,
+		chunkSum(t.vessel, c.Snapshot[:], c.Index, c.Payload[:], c.Canonical).sum(), bodyID, bodyAt)
 	return err
 }
