@@ -158,19 +158,34 @@ func TestBodyReference(t *testing.T) {
 	commitCycle(t, s, other, 1, records)
 	theirs := count(t, s, `SELECT id FROM outbox_bodies WHERE vessel_id = ? AND digest = ?`, other[:], mine[1].Digest[:])
 	chunk0 := `FROM outbox WHERE snapshot_id = ? AND chunk_index = 0`
-	id, at := count(t, s, `SELECT body_id `+chunk0, mine[0].SnapshotID[:]), count(t, s, `SELECT body_at `+chunk0, mine[0].SnapshotID[:])
+	require.Equal(t, int64(1), count(t, s, `SELECT compact `+chunk0, mine[0].SnapshotID[:]), "fixture: chunk 0 stored compact")
+	id := count(t, s, `SELECT body_id `+chunk0, mine[0].SnapshotID[:])
+	// Chunk 0 whole but for its records, as a store before version 8
+	// wrote it: body_at is where they go.
+	part, at := splitRecords(mine[1].Payload)
+	whole := `UPDATE outbox SET entity_type = ?, entity_key = ?, payload = ?, body_at = ?, compact = 0 WHERE snapshot_id = ? AND chunk_index = 0`
 	for name, update := range map[string]string{
 		"missing body":        `UPDATE outbox SET body_id = 1000000 WHERE snapshot_id = ? AND chunk_index = 0`,
 		"another vessel's":    `UPDATE outbox SET body_id = ` + strconv.FormatInt(theirs, 10) + ` WHERE snapshot_id = ? AND chunk_index = 0`,
 		"outside the payload": `UPDATE outbox SET body_at = 100000 WHERE snapshot_id = ? AND chunk_index = 0`,
 		"no place":            `UPDATE outbox SET body_at = NULL WHERE snapshot_id = ? AND chunk_index = 0`,
 	} {
-		require.NoError(t, s.Exec(ctx, update, mine[0].SnapshotID[:]))
-		_, err := storedEntries(t, s, bodyVessel, mine[0].SnapshotID)
-		require.ErrorIs(t, err, sqlitestore.ErrDamaged, name)
-		require.ErrorContains(t, err, "(chunk 0)", name)
-		require.NoError(t, s.Exec(ctx, `UPDATE outbox SET body_id = ?, body_at = ? WHERE snapshot_id = ? AND chunk_index = 0`,
-			id, at, mine[0].SnapshotID[:]))
+		for _, stored := range []string{"compact", "whole"} {
+			if stored == "whole" {
+				require.NoError(t, s.Exec(ctx, whole, mine[1].EntityType, mine[1].EntityKey, part, at, mine[0].SnapshotID[:]))
+				requireStored(t, s, bodyVessel, mine)
+			}
+			require.NoError(t, s.Exec(ctx, update, mine[0].SnapshotID[:]))
+			_, err := storedEntries(t, s, bodyVessel, mine[0].SnapshotID)
+			if name == "no place" && stored == "compact" {
+				require.NoError(t, err, "a compact row's body goes where its rebuild says")
+			} else {
+				require.ErrorIs(t, err, sqlitestore.ErrDamaged, "%s (%s)", name, stored)
+				require.ErrorContains(t, err, "(chunk 0)", "%s (%s)", name, stored)
+			}
+			require.NoError(t, s.Exec(ctx, `UPDATE outbox SET entity_type = '', entity_key = '', payload = x'', body_id = ?, body_at = NULL, compact = 1
+				WHERE snapshot_id = ? AND chunk_index = 0`, id, mine[0].SnapshotID[:]))
+		}
 	}
 	requireStored(t, s, bodyVessel, mine)
 }

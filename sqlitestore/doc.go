@@ -177,8 +177,13 @@
 // identical cycle a manifest index resolves stages a few hundred bytes a
 // chunk rather than a copy of every record; damaged shared records fail
 // every chunk sharing them, answer hash_mismatch to a reference or an
-// index, and are mended by the chunk the sender then sends whole. A time
-// is two integer columns, Unix seconds
+// index, and are mended by the chunk the sender then sends whole. An
+// outbox entry whose entity type and key, and for a chunk the bytes
+// around its records, are exactly what its snapshot, index, revision and
+// digest rebuild is stored without them (schema version 8), so that an
+// identical cycle's commit touches a page or two of entry rows; the row
+// checksum covers the rebuilt entry, so a rebuild that differs reads as
+// damaged. A time is two integer columns, Unix seconds
 // and the nanoseconds within that second, so every time the protocol
 // accepts (years 0000 to 9999) survives exactly. Tables are STRICT.
 package sqlitestore

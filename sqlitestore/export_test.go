@@ -123,3 +123,7 @@ func (s *Store) QueryInt(ctx context.Context, query string, args ...any) (int64,
 	err := s.conn.QueryRowContext(ctx, query, args...).Scan(&n)
 	return n, err
 }
+
+// PendingQueries are the queries of Tx.Pending and CountPending, with
+// their parameters: vessel and limit, vessel.
+var PendingQueries = map[string]int{entrySelect + pendingWhere: 2, countPendingQuery: 1}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/yachtmemory/sourcecatalog"
+	"github.com/yachtmemory/sourcecatalog/envelope"
 	"github.com/yachtmemory/sourcecatalog/outbox"
 )
 
@@ -84,11 +85,65 @@ func rowOfEntry(e outbox.Entry) entryRow {
 
 // entrySelect reads an entry row with its body, if it has one: the
 // columns of entryColumns (payload without its body), the row's checksum,
-// body_id and body_at, and the body row's vessel_id, digest,
+// body_id, body_at and compact, and the body row's vessel_id, digest,
 // first_revision, body and checksum (all NULL when there is none).
 const entrySelect = `SELECT o.snapshot_id, o.chunk_index, o.revision, o.entity_type, o.entity_key, o.payload, o.digest, o.state,
-	o.checksum, o.body_id, o.body_at, b.vessel_id, b.digest, b.first_revision, b.body, b.checksum
+	o.checksum, o.body_id, o.body_at, o.compact, b.vessel_id, b.digest, b.first_revision, b.body, b.checksum
 	FROM outbox AS o LEFT JOIN outbox_bodies AS b ON b.id = o.body_id `
+
+// A row stored compact (compact 1, schema version 8) keeps empty what
+// its other columns rebuild byte for byte, as the Writer builds an entry:
+// its entity_type and entity_key (compactKey), and, when it names a body,
+// its payload's bytes around the body, body_at included (compactPart).
+// PutEntries stores a row so only when the rebuild gives the entry's own
+// bytes; the row's checksum covers the entry whole, and so checks the
+// rebuild too.
+
+// compactKey returns the entity type and key of a manifest or chunk entry
+// of snapshot at chunk index (envelope.ManifestKey, envelope.ChunkKey).
+func compactKey(snapshot uuid.UUID, index int64) (entityType, entityKey string) {
+	if index < 0 {
+		return sourcecatalog.ManifestEntityType, envelope.ManifestKey(snapshot)
+	}
+	return sourcecatalog.ChunkEntityType, envelope.ChunkKey(snapshot, int(index))
+}
+
+// compactPart returns a chunk entry's payload without its records
+// array's content, and where the content goes, as the Writer builds a
+// chunk (SPEC.md §6.3). ok is false for a manifest, or a row whose
+// vessel, snapshot or digest is not of its size.
+func compactPart(vessel []byte, r *entryRow) (part []byte, at int, ok bool) {
+	snap, err := uuid.FromBytes(r.snapshot)
+	id, verr := uuid.FromBytes(vessel)
+	if err != nil || verr != nil || r.chunkIndex < 0 || len(r.digest) != sha256.Size {
+		return nil, 0, false
+	}
+	part = fmt.Appendf(nil, `{"chunk_index":%d,"payload_sha256":"%x","protocol":"%s","records":[`, r.chunkIndex, r.digest, sourcecatalog.Protocol)
+	at = len(part)
+	part = fmt.Appendf(part, `],"revision":%d,"snapshot_id":"%s","vessel_id":"%s"}`, r.revision, snap, id)
+	return part, at, true
+}
+
+// rebuild puts back the columns a compact row keeps empty, into row and
+// body. ok is false when a column it keeps empty is not, or its part
+// cannot be rebuilt: the row is damaged.
+func rebuild(vessel []byte, row *entryRow, body *storedBody) (ok bool) {
+	snap, err := uuid.FromBytes(row.snapshot)
+	if err != nil || row.entityType != "" || row.entityKey != "" {
+		return false
+	}
+	row.entityType, row.entityKey = compactKey(snap, row.chunkIndex)
+	if !body.id.Valid {
+		return true
+	}
+	if len(row.payload) != 0 || body.at.Valid {
+		return false
+	}
+	var at int
+	row.payload, at, ok = compactPart(vessel, row)
+	body.at = sql.NullInt64{Int64: int64(at), Valid: true}
+	return ok
+}
 
 // storedBody is the part of an entry row that names its body, and the
 // body row read with it.
@@ -129,10 +184,12 @@ func (t *outboxTx) entries(ctx context.Context, op, where string, args ...any) (
 	err := t.query(ctx, op, entrySelect+where, args, func(r *sql.Rows) error {
 		var row entryRow
 		var stored sql.NullInt64
+		var compact bool
 		var body storedBody
-		if err := r.Scan(append(row.dest(), &stored, &body.id, &body.at, &body.vessel, &body.digest, &body.first, &body.body, &body.checksum)...); err != nil {
+		if err := r.Scan(append(row.dest(), &stored, &body.id, &body.at, &compact, &body.vessel, &body.digest, &body.first, &body.body, &body.checksum)...); err != nil {
 			return err
 		}
+		rebuilt := !compact || rebuild(t.vessel, &row, &body)
 		whole, ok, bodyDamaged := body.payload(t.vessel, row.payload)
 		if bodyDamaged {
 			return damagedRow("outbox body %d of vessel %s, shared by snapshot %x", body.id.Int64, t.id, row.snapshot)
@@ -141,7 +198,7 @@ func (t *outboxTx) entries(ctx context.Context, op, where string, args ...any) (
 		snap, err := uuid.FromBytes(row.snapshot)
 		state := outbox.State(row.state)
 		switch {
-		case !ok || err != nil || len(row.digest) != len(outbox.Entry{}.Digest) || !entrySum(t.vessel, &row).matches(stored) ||
+		case !ok || !rebuilt || err != nil || len(row.digest) != len(outbox.Entry{}.Digest) || !entrySum(t.vessel, &row).matches(stored) ||
 			(state != outbox.Pending && state != outbox.Delivered && state != outbox.Stopped):
 			entity := fmt.Sprintf("chunk %d", row.chunkIndex)
 			if row.chunkIndex < 0 {
@@ -176,9 +233,16 @@ func (t *outboxTx) Pending(ctx context.Context, limit int) ([]outbox.Entry, erro
 	if limit <= 0 {
 		return nil, ctx.Err()
 	}
-	return t.entries(ctx, "read pending outbox entries",
-		`WHERE o.vessel_id = ? AND o.state = ? ORDER BY o.revision, o.chunk_index LIMIT ?`, t.vessel, string(outbox.Pending), limit)
+	return t.entries(ctx, "read pending outbox entries", pendingWhere, t.vessel, limit)
 }
+
+// pendingWhere and countPendingQuery find a vessel's pending entries
+// through outbox_pending, which holds those alone (schema version 8): the
+// state is a literal, so that SQLite sees the query within the index.
+const (
+	pendingWhere      = `WHERE o.vessel_id = ? AND o.state = 'pending' ORDER BY o.revision, o.chunk_index LIMIT ?`
+	countPendingQuery = `SELECT COUNT(*) FROM outbox WHERE vessel_id = ? AND state = 'pending'`
+)
 
 // CountPending implements outbox.PendingCounter.
 func (t *outboxTx) CountPending(ctx context.Context) (int, error) {
@@ -186,12 +250,11 @@ func (t *outboxTx) CountPending(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	var n int
-	_, err := t.queryRow(ctx, "count pending outbox entries", `SELECT COUNT(*) FROM outbox WHERE vessel_id = ? AND state = ?`,
-		[]any{t.vessel, string(outbox.Pending)}, &n)
+	_, err := t.queryRow(ctx, "count pending outbox entries", countPendingQuery, []any{t.vessel}, &n)
 	return n, err
 }
 
-// entryBatch is how many entries one INSERT writes (12 columns each).
+// entryBatch is how many entries one INSERT writes (13 columns each).
 const entryBatch = 256
 
 // minSharedBody is the shortest records array a chunk entry shares
@@ -227,12 +290,13 @@ func bodyOf(e outbox.Entry) (at, end int, ok bool) {
 
 // pendingRow is an entry on its way into the outbox table.
 type pendingRow struct {
-	row    entryRow
-	sum    int64
-	part   []byte        // the payload column: the payload without its body
-	at     sql.NullInt64 // body_at
-	shared bool
-	body   []byte
+	row     entryRow
+	sum     int64
+	part    []byte        // the payload column: the payload without its body
+	at      sql.NullInt64 // body_at
+	shared  bool
+	body    []byte
+	compact bool // the row is stored compact (rebuild)
 }
 
 func (t *outboxTx) PutEntries(ctx context.Context, entries []outbox.Entry) error {
@@ -244,7 +308,7 @@ func (t *outboxTx) PutEntries(ctx context.Context, entries []outbox.Entry) error
 			return t.fail(ctx, "write outbox entries", fmt.Errorf("an entry of vessel %s in a transaction of %s", e.VesselID, t.id))
 		}
 	}
-	const row = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	const row = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	for start := 0; start < len(entries); start += entryBatch {
 		batch := entries[start:min(start+entryBatch, len(entries))]
 		rows := make([]pendingRow, len(batch))
@@ -257,28 +321,49 @@ func (t *outboxTx) PutEntries(ctx context.Context, entries []outbox.Entry) error
 				p.shared, p.body, p.at = true, e.Payload[at:end], sql.NullInt64{Int64: int64(at), Valid: true}
 				p.part = append(append(make([]byte, 0, len(e.Payload)-len(p.body)), e.Payload[:at]...), e.Payload[end:]...)
 			}
+			p.compact = compactable(t.vessel, e, p)
 		}
 		ids, err := t.bodies(ctx, rows)
 		if err != nil {
 			return err
 		}
-		args := make([]any, 0, 12*len(batch))
+		args := make([]any, 0, 13*len(batch))
 		for _, p := range rows {
 			var id sql.NullInt64
 			if p.shared {
 				id = sql.NullInt64{Int64: ids[digestKey(p.row.digest)], Valid: true}
 			}
 			r := p.row
+			at := p.at
+			if p.compact {
+				r.entityType, r.entityKey = "", ""
+				if p.shared {
+					p.part, at = []byte{}, sql.NullInt64{}
+				}
+			}
 			args = append(args, t.vessel, r.snapshot, r.chunkIndex, r.revision, r.entityType, r.entityKey,
-				p.part, r.digest, r.state, p.sum, id, p.at)
+				p.part, r.digest, r.state, p.sum, id, at, p.compact)
 		}
-		q := `INSERT INTO outbox (vessel_id, ` + entryColumns + `, checksum, body_id, body_at) VALUES ` +
+		q := `INSERT INTO outbox (vessel_id, ` + entryColumns + `, checksum, body_id, body_at, compact) VALUES ` +
 			strings.Repeat(row+", ", len(batch)-1) + row
 		if _, err := t.execRows(ctx, "write outbox entries", q, args...); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// compactable reports whether rebuild gives back the columns of p, the
+// row of e, that a compact row keeps empty.
+func compactable(vessel []byte, e outbox.Entry, p *pendingRow) bool {
+	if typ, key := compactKey(e.SnapshotID, p.row.chunkIndex); typ != e.EntityType || key != e.EntityKey {
+		return false
+	}
+	if !p.shared {
+		return true
+	}
+	part, at, ok := compactPart(vessel, &p.row)
+	return ok && p.at.Int64 == int64(at) && bytes.Equal(part, p.part)
 }
 
 func digestKey(d []byte) [sha256.Size]byte { return [sha256.Size]byte(d) }

@@ -18,8 +18,10 @@ const applicationID = 0x59534331
 // user_version; migrations[v-1] brings version v-1 to v. A new file runs
 // every migration in turn. Version 6 is schema_v6.sql, the server starts
 // of the on-board side (SPEC.md §12.7); version 7 schema_v7.sql, the
-// records staged chunks share (chunkbody.go).
-const schemaVersion = 7
+// records staged chunks share (chunkbody.go); version 8 schema_v8.sql,
+// the outbox table rebuilt so that a commit touches fewer pages
+// (outbox.go, compactKey).
+const schemaVersion = 8
 
 //go:embed schema_v1.sql
 var schemaV1 string
@@ -42,7 +44,10 @@ var schemaV6 string
 //go:embed schema_v7.sql
 var schemaV7 string
 
-var migrations = [schemaVersion]string{schemaV1, schemaV2, schemaV3, schemaV4, schemaV5, schemaV6, schemaV7}
+//go:embed schema_v8.sql
+var schemaV8 string
+
+var migrations = [schemaVersion]string{schemaV1, schemaV2, schemaV3, schemaV4, schemaV5, schemaV6, schemaV7, schemaV8}
 
 // backfills[v-1], when not nil, runs after the statements of migration v,
 // in its transaction.
