@@ -3,15 +3,16 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"strings"
 
 	"github.com/yachtmemory/sourcecatalog/catalog"
 	"github.com/yachtmemory/sourcecatalog/finalize"
 )
 
-// itemColumns are the columns of an items row, in the order of itemRow.
-const itemColumns = `vessel_id, kind, path, source_ref, record, first_seen_revision, first_seen_at_sec,
-	first_seen_at_nsec, last_seen_revision, last_seen_at_sec, last_seen_at_nsec, currently_observed`
+// itemColumns are the columns of an items row.
+const itemColumns = `vessel_id, first_seen_revision, first_seen_at_sec, first_seen_at_nsec, last_seen_revision,
+	last_seen_at_sec, last_seen_at_nsec, currently_observed, kind, path, source_ref, record`
 
 const itemColumnCount = 12
 
@@ -25,30 +26,82 @@ const itemUpsert = ` ON CONFLICT (vessel_id, kind, path, source_ref) DO UPDATE S
 	last_seen_revision = excluded.last_seen_revision, last_seen_at_sec = excluded.last_seen_at_sec,
 	last_seen_at_nsec = excluded.last_seen_at_nsec, currently_observed = excluded.currently_observed`
 
-// itemRow appends the values of it's row to args.
+// itemRow appends the values of the row of it to args.
 func itemRow(args []any, vessel []byte, it finalize.Item) []any {
+	return append(itemShared(args, vessel, it), int64(it.Key.Kind), it.Key.Path, it.Key.SourceRef, it.Record)
+}
+
+// itemShared appends the values of the row of it that an activation's items
+// share — the vessel, first and last seen, currently observed — as the
+// numbered parameters ?1 to ?8 of sharedTuple take them.
+func itemShared(args []any, vessel []byte, it finalize.Item) []any {
 	firstSec, firstNsec := unixTime(it.FirstSeen.At)
 	lastSec, lastNsec := unixTime(it.LastSeen.At)
 	current := 0
 	if it.CurrentlyObserved {
 		current = 1
 	}
-	return append(args, vessel, int64(it.Key.Kind), it.Key.Path, it.Key.SourceRef, it.Record,
-		it.FirstSeen.Revision, firstSec, firstNsec, it.LastSeen.Revision, lastSec, lastNsec, current)
+	return append(args, vessel, it.FirstSeen.Revision, firstSec, firstNsec, it.LastSeen.Revision, lastSec, lastNsec, current)
+}
+
+// sharedColumns is how many values itemShared appends.
+const sharedColumns = 8
+
+// sameShared reports whether every item of items has the values
+// itemShared takes of the first: an activation's do, since it sees every
+// item it writes at once (finalize.activate).
+func sameShared(items []finalize.Item) bool {
+	first := items[0]
+	for _, it := range items[1:] {
+		if it.FirstSeen.Revision != first.FirstSeen.Revision || !it.FirstSeen.At.Equal(first.FirstSeen.At) ||
+			it.LastSeen.Revision != first.LastSeen.Revision || !it.LastSeen.At.Equal(first.LastSeen.At) ||
+			it.CurrentlyObserved != first.CurrentlyObserved {
+			return false
+		}
+	}
+	return true
+}
+
+// sharedTuple is the VALUES tuple of row i of an INSERT whose rows share
+// the values of itemShared, bound once as ?1 to ?8, each row binding its
+// kind, path, source_ref and record after them: a row binds 4 values, not
+// 12, and the vessel's bytes are copied into SQLite once a statement, not
+// once a row.
+func sharedTuple(i int) string {
+	n := sharedColumns + 4*i
+	return fmt.Sprintf("(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?%d, ?%d, ?%d, ?%d)", n+1, n+2, n+3, n+4)
 }
 
 // insertItems writes items into table in multi-row INSERTs ending with
-// suffix (an upsert clause, or "").
+// suffix (an upsert clause, or ""). A batch whose items share the values
+// of itemShared binds them once (sharedTuple); another binds every value
+// of every row. Both write the same rows.
 func (b *base) insertItems(ctx context.Context, table, suffix string, vessel []byte, items []finalize.Item) error {
 	for start := 0; start < len(items); start += itemBatch {
 		batch := items[start:min(start+itemBatch, len(items))]
-		args := make([]any, 0, len(batch)*itemColumnCount)
-		for _, it := range batch {
-			args = itemRow(args, vessel, it)
+		var args []any
+		var values strings.Builder
+		if sameShared(batch) {
+			args = itemShared(make([]any, 0, sharedColumns+4*len(batch)), vessel, batch[0])
+			for i, it := range batch {
+				if i > 0 {
+					values.WriteString(", ")
+				}
+				values.WriteString(sharedTuple(i))
+				args = append(args, int64(it.Key.Kind), it.Key.Path, it.Key.SourceRef, it.Record)
+			}
+		} else {
+			args = make([]any, 0, len(batch)*itemColumnCount)
+			tuple := "(" + strings.TrimSuffix(strings.Repeat("?, ", itemColumnCount), ", ") + ")"
+			for i, it := range batch {
+				if i > 0 {
+					values.WriteString(", ")
+				}
+				values.WriteString(tuple)
+				args = itemRow(args, vessel, it)
+			}
 		}
-		tuple := "(" + strings.TrimSuffix(strings.Repeat("?, ", itemColumnCount), ", ") + ")"
-		q := "INSERT INTO " + table + " (" + itemColumns + ") VALUES " +
-			strings.TrimSuffix(strings.Repeat(tuple+", ", len(batch)), ", ") + suffix
+		q := "INSERT INTO " + table + " (" + itemColumns + ") VALUES " + values.String() + suffix
 		if _, err := b.execRows(ctx, "write items", q, args...); err != nil {
 			return err
 		}
