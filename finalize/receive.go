@@ -105,7 +105,9 @@ func (r *Receiver) receive(op string, origin Origin, method func() (Staged, *Usa
 // and under WithFinalizeWhenComplete, when fn staged the message that
 // completed the set, Finalize in the same transaction. A Finalize that
 // would end the transaction with an error leaves the message to be staged
-// alone, in a transaction run again without it.
+// alone, in a transaction run again without it. That Finalize has half of
+// the time left to ctx (finalizeContext), so that one cut short by ctx's
+// deadline leaves the rest for staging the message alone.
 func (r *Receiver) staging(ctx context.Context, op string, vessel uuid.UUID, st *Staged, fn func(Tx) error) error {
 	for inTx := r.finalizeWhenComplete; ; inTx = false {
 		later := false
@@ -114,9 +116,11 @@ func (r *Receiver) staging(ctx context.Context, op string, vessel uuid.UUID, st 
 			if err := fn(tx); err != nil || !inTx || !st.Receipt.Complete || st.Receipt.Status != envelope.Staged {
 				return err
 			}
+			fctx, cancel := finalizeContext(ctx)
+			defer cancel()
 			start := time.Now()
 			run := &FinalizeRun{Outcome: Outcome{VesselID: vessel, SnapshotID: st.Receipt.SnapshotID}}
-			result, err := r.finalizeTx(ctx, tx, &run.Outcome)
+			result, err := r.finalizeTx(fctx, tx, &run.Outcome)
 			if err != nil {
 				later = true
 				return err
@@ -128,6 +132,17 @@ func (r *Receiver) staging(ctx context.Context, op string, vessel uuid.UUID, st 
 			return err
 		}
 	}
+}
+
+// finalizeContext returns the context of a Finalize run in a staging
+// transaction under ctx: with half of the time left to ctx's deadline,
+// when it has one.
+func finalizeContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, time.Until(deadline)/2)
 }
 
 // receiveManifest is ReceiveManifest. With an error, rc holds what was

@@ -102,10 +102,16 @@ func WithRetention(keep int) Option { return func(rc *Receiver) { rc.retain = ke
 // finalized in one commit, and Staged.FinalizeRun reports the outcome, the
 // Finalize a server would otherwise run after the receipt. An identical
 // cycle that a manifest index resolves in full is then one transaction.
-// When that Finalize fails with an error that would end its transaction
-// (a store failure, the retained bounds), the message is staged alone,
-// as without the option, and Staged.NeedsFinalize reports that Finalize
-// is still to run. Without it a receive call never finalizes.
+// That Finalize has half of the time left to the receive call's context,
+// when it has a deadline. When it fails with an error that would end its
+// transaction (the retained bounds, a damaged row, that half of the time
+// run out), the message is staged alone, as without the option, and
+// Staged.NeedsFinalize reports that Finalize is still to run; a store
+// failure that leaves the store unavailable (a sqlitestore handle
+// poisoned by a full disk) fails the staging alone too, and the receive
+// call returns it, as any store failure. The receive call's Event
+// Duration covers the Finalize run with it. Without the option a receive
+// call never finalizes.
 func WithFinalizeWhenComplete() Option { return func(rc *Receiver) { rc.finalizeWhenComplete = true } }
 
 // A Receiver runs the receiver's state machine over a Store. It keeps no

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
@@ -203,4 +204,48 @@ func TestFinalizeWhenCompleteFails(t *testing.T) {
 	require.NotNil(t, st.FinalizeRun)
 	require.Equal(t, finalize.Rejected, st.FinalizeRun.Outcome.Status)
 	require.ErrorIs(t, st.FinalizeRun.Err, sourcecatalog.ErrRevisionConflict)
+}
+
+// slowSetVessel is a store whose SetVessel waits for its context to end,
+// as an activation that outlasts the time it is given.
+type slowSetVessel struct{ finalize.Store }
+
+func (s slowSetVessel) WithVessel(ctx context.Context, id uuid.UUID, fn func(finalize.Tx) error) error {
+	return s.Store.WithVessel(ctx, id, func(tx finalize.Tx) error { return fn(waitingSetVessel{tx.(finalize.PayloadTx)}) })
+}
+
+type waitingSetVessel struct{ finalize.PayloadTx }
+
+func (t waitingSetVessel) SetVessel(ctx context.Context, _ finalize.VesselState) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// TestFinalizeWhenCompleteOutlived: a Finalize in the staging transaction
+// that outlasts the time it is given — half of what is left to the
+// receive call — leaves the other half to stage the message alone: the
+// message is staged, not refused for its Finalize.
+func TestFinalizeWhenCompleteOutlived(t *testing.T) {
+	r := finalize.NewReceiver(slowSetVessel{memstore.New()}, finalize.WithFinalizeWhenComplete())
+	v := uuid.New()
+	origin := finalize.Origin{VesselID: v}
+	snap := boat(t, v, uuid.New(), 1, "a", 100)
+	_, err := r.ReceiveManifest(context.Background(), origin, snap.Manifest.Canonical())
+	require.NoError(t, err)
+	for _, c := range snap.Chunks[1:] {
+		_, err := r.ReceiveChunk(context.Background(), origin, c.Canonical())
+		require.NoError(t, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
+	defer cancel()
+	st, err := r.StageChunk(ctx, origin, snap.Chunks[0])
+	require.NoError(t, err, "the message is staged though its Finalize ran out of time")
+	require.True(t, st.Receipt.Complete)
+	require.Nil(t, st.FinalizeRun)
+	require.True(t, st.NeedsFinalize())
+	status, err := r.Status(context.Background(), v)
+	require.NoError(t, err)
+	require.Len(t, status.Snapshots, 1)
+	require.Equal(t, finalize.StateStaging, status.Snapshots[0].State)
+	require.Equal(t, len(snap.Chunks), status.Snapshots[0].ChunksStaged)
 }

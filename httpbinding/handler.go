@@ -79,11 +79,12 @@ const (
 // Handler runs Finalize before answering (SPEC.md §11.4) — unless the
 // message was a resend for a snapshot the Receiver had already finalized,
 // for which Finalize would only report its outcome again, or the Receiver
-// finalized the set with the message (finalize.WithFinalizeWhenComplete),
-// whose outcome the Handler reports (finalize.Staged.NeedsFinalize) — on a context
-// detached from the request and bounded by the finalize timeout; a
-// Finalize failure is reported to the Observer and never changes the
-// answer, since the receipt is already durable.
+// finalized the set with the message (finalize.WithFinalizeWhenComplete,
+// within the receive timeout), whose outcome the Handler reports
+// (finalize.Staged.NeedsFinalize) — on a context detached from the
+// request and bounded by the finalize timeout; a Finalize failure is
+// reported to the Observer and never changes the answer, since the
+// receipt is already durable.
 type Handler struct {
 	recv            *finalize.Receiver
 	auth            Authenticator

@@ -184,11 +184,12 @@ func (t *tx) bodyFor(ctx context.Context, digest canonical.Digest, records []byt
 	return id, true, nil
 }
 
-// deleteBodies deletes the bodies of ids that no chunk names any more.
+// deleteBodies deletes the vessel's bodies of ids that no chunk names
+// any more.
 func (t *tx) deleteBodies(ctx context.Context, ids []int64) error {
 	for _, id := range ids {
 		if _, err := t.exec(ctx, "delete chunk body", `DELETE FROM chunk_bodies
-			WHERE id = ? AND NOT EXISTS (SELECT 1 FROM chunks WHERE body_id = ?)`, id, id); err != nil {
+			WHERE id = ? AND vessel_id = ? AND NOT EXISTS (SELECT 1 FROM chunks WHERE body_id = ?)`, id, t.vessel, id); err != nil {
 			return err
 		}
 	}

@@ -7,11 +7,11 @@ import (
 	"database/sql"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/google/uuid"
 	"github.com/yachtmemory/sourcecatalog"
-	"github.com/yachtmemory/sourcecatalog/envelope"
 	"github.com/yachtmemory/sourcecatalog/outbox"
 )
 
@@ -97,15 +97,25 @@ const entrySelect = `SELECT o.snapshot_id, o.chunk_index, o.revision, o.entity_t
 // its payload's bytes around the body, body_at included (compactPart).
 // PutEntries stores a row so only when the rebuild gives the entry's own
 // bytes; the row's checksum covers the entry whole, and so checks the
-// rebuild too.
+// rebuild too. The rebuild is the layout of schema version 8, written
+// out here rather than taken from the protocol's constants, so that a
+// row written compact reads back the same whatever a later version of
+// the protocol names: an entry of another protocol is not rebuilt, and
+// is stored whole.
+const (
+	compactProtocol     = "yachtmemory.source-catalog.v2" // sourcecatalog.Protocol
+	compactManifestType = "signalk_catalog_manifest_v2"   // sourcecatalog.ManifestEntityType
+	compactChunkType    = "signalk_catalog_chunk_v2"      // sourcecatalog.ChunkEntityType
+)
 
 // compactKey returns the entity type and key of a manifest or chunk entry
-// of snapshot at chunk index (envelope.ManifestKey, envelope.ChunkKey).
+// of snapshot at chunk index, as envelope.ManifestKey and
+// envelope.ChunkKey name them in schema version 8.
 func compactKey(snapshot uuid.UUID, index int64) (entityType, entityKey string) {
 	if index < 0 {
-		return sourcecatalog.ManifestEntityType, envelope.ManifestKey(snapshot)
+		return compactManifestType, snapshot.String()
 	}
-	return sourcecatalog.ChunkEntityType, envelope.ChunkKey(snapshot, int(index))
+	return compactChunkType, snapshot.String() + "/" + strconv.FormatInt(index, 10)
 }
 
 // compactPart returns a chunk entry's payload without its records
@@ -118,7 +128,7 @@ func compactPart(vessel []byte, r *entryRow) (part []byte, at int, ok bool) {
 	if err != nil || verr != nil || r.chunkIndex < 0 || len(r.digest) != sha256.Size {
 		return nil, 0, false
 	}
-	part = fmt.Appendf(nil, `{"chunk_index":%d,"payload_sha256":"%x","protocol":"%s","records":[`, r.chunkIndex, r.digest, sourcecatalog.Protocol)
+	part = fmt.Appendf(nil, `{"chunk_index":%d,"payload_sha256":"%x","protocol":"%s","records":[`, r.chunkIndex, r.digest, compactProtocol)
 	at = len(part)
 	part = fmt.Appendf(part, `],"revision":%d,"snapshot_id":"%s","vessel_id":"%s"}`, r.revision, snap, id)
 	return part, at, true
