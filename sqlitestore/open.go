@@ -259,9 +259,9 @@ func (s *Store) durability() []setting {
 	return settings
 }
 
-// journal is the journal mode setJournal sets: TRUNCATE (see the package
-// documentation); WAL is there to be measured against it
-// (BenchmarkJournalModes) and proven (TestWALCutPoints).
+// journal is the journal mode setJournal sets: WAL, or TRUNCATE under
+// WithRollbackJournal (see the package documentation; both are measured
+// by BenchmarkJournalModes and proven at every cut point).
 func (s *Store) journal() []setting {
 	if s.cfg.wal() {
 		return []setting{{"PRAGMA journal_mode = WAL", "PRAGMA journal_mode", "wal"}}
