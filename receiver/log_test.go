@@ -100,10 +100,10 @@ func TestLog(t *testing.T) {
 			tc.log(receiver.Log{Logger: slog.New(slog.NewJSONHandler(tail, nil))})
 			line, ok := tail.find(tc.msg, tc.attrs)
 			if tc.level == "" {
-				assert.False(t, ok, "a line %q:\n%s", tc.msg, tail.b.String())
+				assert.False(t, ok, "a line %q:\n%s", tc.msg, tail)
 				return
 			}
-			require.True(t, ok, "no line %q with %v in:\n%s", tc.msg, tc.attrs, tail.b.String())
+			require.True(t, ok, "no line %q with %v in:\n%s", tc.msg, tc.attrs, tail)
 			assert.Equal(t, tc.level, line["level"])
 		})
 	}
@@ -116,5 +116,5 @@ func TestLogDefault(t *testing.T) {
 	slog.SetDefault(slog.New(slog.NewJSONHandler(tail, nil)))
 	receiver.Log{}.Finalize(finalize.Event{Kind: finalize.EventRetry, Op: "Finalize", Vessel: examples.VesselID})
 	_, ok := tail.find("store retry", map[string]any{"op": "Finalize"})
-	assert.True(t, ok, tail.b.String())
+	assert.True(t, ok, tail)
 }

@@ -78,6 +78,14 @@ func (l *logTail) Write(p []byte) (int, error) {
 	return l.b.Write(p)
 }
 
+// String returns the lines so far; a store that heals logs from its own
+// goroutine while a test reads them.
+func (l *logTail) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
 // find returns the first line with msg whose attributes include attrs.
 func (l *logTail) find(msg string, attrs map[string]any) (map[string]any, bool) {
 	l.mu.Lock()
@@ -259,7 +267,7 @@ func TestMessageRoute(t *testing.T) {
 	assert.Equal(t, envelope.Staged, rc.Status)
 	_, ok := log.find("message", map[string]any{"level": "INFO", "vessel": examples.VesselID.String(),
 		"snapshot": snap.Manifest.SnapshotID.String(), "entity_type": sourcecatalog.ManifestEntityType, "outcome": "staged", "status": float64(200)})
-	assert.True(t, ok, "the message is logged:\n%s", log.b.String())
+	assert.True(t, ok, "the message is logged:\n%s", log)
 }
 
 // A refusal is logged with the vessel and its status: at INFO below 500,
@@ -282,7 +290,7 @@ func TestLogRefusal(t *testing.T) {
 		code, answer := post(t, route, tc.body)
 		require.Equal(t, tc.status, code, "%s: %s", tc.name, answer)
 		line, ok := log.find("message", map[string]any{"vessel": examples.VesselID.String(), "status": float64(tc.status)})
-		require.True(t, ok, "%s: no line:\n%s", tc.name, log.b.String())
+		require.True(t, ok, "%s: no line:\n%s", tc.name, log)
 		assert.Equal(t, tc.level, line["level"], tc.name)
 	}
 	f.broken.Store(false)

@@ -52,10 +52,11 @@ func TestRun(t *testing.T) {
 	switch {
 	case cfg.Strace == "" && rep.Syncs != nil:
 		t.Errorf("no strace, but fsyncs %v", rep.Syncs)
-	case cfg.Strace != "" && (len(rep.Syncs) != 2 || rep.Syncs[0] < 1 || rep.Syncs[1] < 1):
-		// Each message is a transaction of its own on main: at least one
-		// sync each. A store that groups commits may go below: then this
-		// bound, not the count, is what to change.
-		t.Errorf("fsyncs per message %v, want at least 1 in each round", rep.Syncs)
+	case cfg.Strace != "" && (len(rep.Syncs) != 2 || !(rep.Syncs[0] > 0 && rep.Syncs[0] <= 4) || !(rep.Syncs[1] > 0 && rep.Syncs[1] <= 4)):
+		// Every commit syncs the WAL once and a checkpoint syncs twice
+		// more, but serve groups the commits of messages arriving
+		// together, so a round may sync less than once a message; none
+		// at all would be a count that missed them.
+		t.Errorf("fsyncs per message %v, want more than 0 and at most 4 in each round", rep.Syncs)
 	}
 }
