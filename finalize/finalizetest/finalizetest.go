@@ -91,6 +91,7 @@ var groups = []suite.Group[NewStore]{
 	{"ChunkRef", chunkRefCases},
 	{"ManifestIndex", indexCases},
 	{"Batch", batchCases},
+	{"WhenComplete", whenCompleteCases},
 }
 
 // seed returns the seed of a randomised test, logging it.
