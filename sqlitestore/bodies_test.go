@@ -201,59 +201,15 @@ func TestMigrateV4Outbox(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "v4.db")
 	gunzipTo(t, "testdata/outbox_v4.db.gz", path)
 	vessel := uuid.MustParse("3c1e8f52-7a4d-4b9e-a0c6-51d2e9f7b834")
-
-	// What version 4 stored, read with SQL.
-	type stored struct {
-		payload []byte
-		state   string
-	}
-	want := map[string]stored{}
-	var pending []string
-	db, err := sql.Open("sqlite3", "file:"+path)
-	require.NoError(t, err)
-	var version int
-	require.NoError(t, db.QueryRow("PRAGMA user_version").Scan(&version))
-	require.Equal(t, 4, version, "fixture: a file of version 4")
-	rows, err := db.Query(`SELECT entity_key, payload, state FROM outbox ORDER BY revision, chunk_index`)
-	require.NoError(t, err)
-	for rows.Next() {
-		var key string
-		var row stored
-		require.NoError(t, rows.Scan(&key, &row.payload, &row.state))
-		want[key] = row
-		if row.state == string(outbox.Pending) {
-			pending = append(pending, key)
-		}
-	}
-	require.NoError(t, rows.Err())
-	require.NoError(t, db.Close())
-	require.NotEmpty(t, pending, "fixture: pending entries")
+	old := readOldOutbox(t, path, 4, `SELECT entity_key, snapshot_id, payload, state FROM outbox ORDER BY revision, chunk_index`)
 
 	s, err := sqlitestore.Open(ctx, path)
 	require.NoError(t, err)
 	defer s.Close()
 	require.Equal(t, int64(sqlitestore.SchemaVersion), count(t, s, `PRAGMA user_version`))
 	require.Zero(t, count(t, s, `SELECT count(*) FROM outbox WHERE body_id IS NOT NULL OR body_at IS NOT NULL`), "the migration rewrote rows")
-
-	var sent recordingTransport
-	pass, err := outbox.NewPublisher(s.Outbox(), vessel, &sent, outbox.WithReceiverV2(true)).Publish(ctx)
-	require.NoError(t, err)
-	require.Equal(t, len(pending), pass.Sent)
-	require.Len(t, sent.entries, len(pending))
-	for i, e := range sent.entries {
-		require.Equal(t, pending[i], e.EntityKey)
-		require.Equal(t, want[e.EntityKey].payload, e.Payload, "entry %s", e.EntityKey)
-	}
-
-	// A delivered chunk of version 4 answers a reference.
-	require.NoError(t, s.Outbox().WithVessel(ctx, vessel, func(tx outbox.Tx) error {
-		d, err := tx.Entries(ctx, uuid.MustParse("a5b0c1d2-e3f4-4a5b-8c6d-7e8f9a0b1c2d"))
-		require.NoError(t, err)
-		got, err := tx.(outbox.DeliveredTx).DeliveredChunk(ctx, d[1].Digest, 100)
-		require.NoError(t, err)
-		require.Equal(t, want[got.EntityKey].payload, got.Payload)
-		return nil
-	}))
+	old.requirePublished(t, s, vessel)
+	old.requireDeliveredChunk(t, s, vessel, uuid.MustParse("a5b0c1d2-e3f4-4a5b-8c6d-7e8f9a0b1c2d"))
 
 	// New cycles: the first stores its records, the next shares them.
 	records := examples.WithChangedUnits(examples.Boat(), 1)
@@ -263,6 +219,78 @@ func TestMigrateV4Outbox(t *testing.T) {
 	fourth := commitCycle(t, s, vessel, 4, records)
 	require.Equal(t, bodies, count(t, s, `SELECT count(*) FROM outbox_bodies`))
 	requireStored(t, s, vessel, third, fourth)
+}
+
+// An oldOutbox is a board file of an earlier schema version as SQL reads
+// it, before this build opens it: each entry's payload whole and its
+// snapshot, by entity key, and the keys of the pending entries and of the
+// others, each in the order they are sent.
+type oldOutbox struct {
+	payload            map[string][]byte
+	snapshot           map[string]uuid.UUID
+	pending, delivered []string
+}
+
+// readOldOutbox reads the file at path, which must be of schema version,
+// with query, which selects entity_key, snapshot_id, the payload whole and
+// state of every entry in the order they are sent. The file must hold
+// pending entries.
+func readOldOutbox(t *testing.T, path string, version int, query string) oldOutbox {
+	t.Helper()
+	db, err := sql.Open("sqlite3", "file:"+path)
+	require.NoError(t, err)
+	defer db.Close()
+	var v int
+	require.NoError(t, db.QueryRow("PRAGMA user_version").Scan(&v))
+	require.Equal(t, version, v, "fixture: a file of version %d", version)
+	rows, err := db.Query(query)
+	require.NoError(t, err)
+	defer rows.Close()
+	old := oldOutbox{payload: map[string][]byte{}, snapshot: map[string]uuid.UUID{}}
+	for rows.Next() {
+		var key, state string
+		var snap, payload []byte
+		require.NoError(t, rows.Scan(&key, &snap, &payload, &state))
+		old.payload[key], old.snapshot[key] = payload, uuid.UUID(snap)
+		if state == string(outbox.Pending) {
+			old.pending = append(old.pending, key)
+		} else {
+			old.delivered = append(old.delivered, key)
+		}
+	}
+	require.NoError(t, rows.Err())
+	require.NotEmpty(t, old.pending, "fixture: pending entries")
+	return old
+}
+
+// requirePublished publishes the pending entries of vessel in s and
+// requires them to be old's pending ones, in order, byte for byte.
+func (old oldOutbox) requirePublished(t *testing.T, s *sqlitestore.Store, vessel uuid.UUID) {
+	t.Helper()
+	var sent recordingTransport
+	pass, err := outbox.NewPublisher(s.Outbox(), vessel, &sent, outbox.WithReceiverV2(true)).Publish(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, len(old.pending), pass.Sent)
+	require.Len(t, sent.entries, len(old.pending))
+	for i, e := range sent.entries {
+		require.Equal(t, old.pending[i], e.EntityKey)
+		require.Equal(t, old.payload[e.EntityKey], e.Payload, "entry %s", e.EntityKey)
+	}
+}
+
+// requireDeliveredChunk requires the chunk 0 of snapshot, delivered, to
+// answer a reference to its digest with old's bytes.
+func (old oldOutbox) requireDeliveredChunk(t *testing.T, s *sqlitestore.Store, vessel, snapshot uuid.UUID) {
+	t.Helper()
+	ctx := context.Background()
+	require.NoError(t, s.Outbox().WithVessel(ctx, vessel, func(tx outbox.Tx) error {
+		d, err := tx.Entries(ctx, snapshot)
+		require.NoError(t, err)
+		got, err := tx.(outbox.DeliveredTx).DeliveredChunk(ctx, d[1].Digest, 100)
+		require.NoError(t, err)
+		require.Equal(t, old.payload[got.EntityKey], got.Payload)
+		return nil
+	}))
 }
 
 // recordingTransport keeps what it sends and answers each with its

@@ -79,16 +79,24 @@ func TestChunkRefLookups(t *testing.T) {
 		`SELECT payload FROM outbox WHERE vessel_id = x'00' AND state = 'delivered' AND revision < 9 AND revision >= 3
 			AND body_id = 1 ORDER BY revision DESC, chunk_index DESC LIMIT 1`: "revision>? AND revision<?", // an index's range
 	} {
-		var plan []string
-		rows, err := db.Query("EXPLAIN QUERY PLAN " + query)
-		require.NoError(t, err)
-		for rows.Next() {
-			var id, parent, unused int
-			var detail string
-			require.NoError(t, rows.Scan(&id, &parent, &unused, &detail))
-			plan = append(plan, detail)
-		}
-		require.NoError(t, rows.Err())
-		require.Contains(t, strings.Join(plan, "; "), index, "the lookup uses its index")
+		require.Contains(t, queryPlan(t, db, query), index, "the lookup uses its index")
 	}
+}
+
+// queryPlan returns SQLite's plan of query with args, its steps joined
+// with "; ".
+func queryPlan(t *testing.T, db *sql.DB, query string, args ...any) string {
+	t.Helper()
+	rows, err := db.Query("EXPLAIN QUERY PLAN "+query, args...)
+	require.NoError(t, err)
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		require.NoError(t, rows.Scan(&id, &parent, &unused, &detail))
+		plan = append(plan, detail)
+	}
+	require.NoError(t, rows.Err())
+	return strings.Join(plan, "; ")
 }

@@ -149,17 +149,7 @@ func TestPendingUsesItsIndex(t *testing.T) {
 	require.NoError(t, err)
 	defer db.Close()
 	for query, params := range sqlitestore.PendingQueries {
-		rows, err := db.Query("EXPLAIN QUERY PLAN "+query, make([]any, params)...)
-		require.NoError(t, err)
-		var plan []string
-		for rows.Next() {
-			var id, parent, unused int
-			var detail string
-			require.NoError(t, rows.Scan(&id, &parent, &unused, &detail))
-			plan = append(plan, detail)
-		}
-		require.NoError(t, rows.Err())
-		require.Contains(t, strings.Join(plan, "; "), "INDEX outbox_pending (vessel_id=?)", query)
+		require.Contains(t, queryPlan(t, db, query, make([]any, params)...), "INDEX outbox_pending (vessel_id=?)", query)
 	}
 	var partial string
 	require.NoError(t, db.QueryRow(`SELECT sql FROM sqlite_schema WHERE name = 'outbox_pending'`).Scan(&partial))
@@ -179,44 +169,16 @@ func TestMigrateV6Outbox(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "v6.db")
 	gunzipTo(t, "testdata/outbox_v6.db.gz", path)
 	vessel := uuid.MustParse("3c1e8f52-7a4d-4b9e-a0c6-51d2e9f7b834")
-
-	// What version 6 stored, read with SQL: the payload whole, its body
-	// put back.
-	type stored struct {
-		payload []byte
-		state   string
-	}
-	want := map[string]stored{}
-	var pending []string
-	var delivered uuid.UUID
-	db, err := sql.Open("sqlite3", "file:"+path)
-	require.NoError(t, err)
-	var version int
-	require.NoError(t, db.QueryRow("PRAGMA user_version").Scan(&version))
-	require.Equal(t, 6, version, "fixture: a file of version 6")
-	rows, err := db.Query(`SELECT o.entity_key, o.snapshot_id, CASE WHEN o.body_id IS NULL THEN o.payload
+	// What version 6 stored: the payload whole, its body put back.
+	old := readOldOutbox(t, path, 6, `SELECT o.entity_key, o.snapshot_id, CASE WHEN o.body_id IS NULL THEN o.payload
 			ELSE CAST(substr(o.payload, 1, o.body_at) || b.body || substr(o.payload, o.body_at + 1) AS BLOB) END, o.state
 		FROM outbox AS o LEFT JOIN outbox_bodies AS b ON b.id = o.body_id ORDER BY o.revision, o.chunk_index`)
-	require.NoError(t, err)
-	shared := 0
-	for rows.Next() {
-		var key string
-		var snap []byte
-		var row stored
-		require.NoError(t, rows.Scan(&key, &snap, &row.payload, &row.state))
-		want[key] = row
-		switch {
-		case row.state == string(outbox.Pending):
-			pending = append(pending, key)
-		case strings.HasSuffix(key, "/1"):
-			delivered = uuid.UUID(snap)
+	var delivered uuid.UUID
+	for _, key := range old.delivered {
+		if strings.HasSuffix(key, "/1") {
+			delivered = old.snapshot[key]
 		}
 	}
-	require.NoError(t, rows.Err())
-	require.NoError(t, db.QueryRow(`SELECT count(*) FROM outbox WHERE body_id IS NOT NULL`).Scan(&shared))
-	require.NoError(t, db.Close())
-	require.NotEmpty(t, pending, "fixture: pending entries")
-	require.NotZero(t, shared, "fixture: entries sharing their records")
 	require.NotEqual(t, uuid.UUID{}, delivered, "fixture: a delivered chunk")
 
 	s, err := sqlitestore.Open(ctx, path)
@@ -224,29 +186,12 @@ func TestMigrateV6Outbox(t *testing.T) {
 	defer s.Close()
 	require.Equal(t, int64(sqlitestore.SchemaVersion), count(t, s, `PRAGMA user_version`))
 	require.Zero(t, count(t, s, `SELECT count(*) FROM outbox WHERE compact != 0`), "the migration rewrote rows")
+	require.NotZero(t, count(t, s, `SELECT count(*) FROM outbox WHERE body_id IS NOT NULL`), "fixture: entries sharing their records")
 	check, err := s.IntegrityCheck(ctx)
 	require.NoError(t, err)
 	require.Equal(t, "ok", check)
-
-	var sent recordingTransport
-	pass, err := outbox.NewPublisher(s.Outbox(), vessel, &sent, outbox.WithReceiverV2(true)).Publish(ctx)
-	require.NoError(t, err)
-	require.Equal(t, len(pending), pass.Sent)
-	require.Len(t, sent.entries, len(pending))
-	for i, e := range sent.entries {
-		require.Equal(t, pending[i], e.EntityKey)
-		require.Equal(t, want[e.EntityKey].payload, e.Payload, "entry %s", e.EntityKey)
-	}
-
-	// A delivered chunk of version 6 answers a reference.
-	require.NoError(t, s.Outbox().WithVessel(ctx, vessel, func(tx outbox.Tx) error {
-		d, err := tx.Entries(ctx, delivered)
-		require.NoError(t, err)
-		got, err := tx.(outbox.DeliveredTx).DeliveredChunk(ctx, d[1].Digest, 100)
-		require.NoError(t, err)
-		require.Equal(t, want[got.EntityKey].payload, got.Payload)
-		return nil
-	}))
+	old.requirePublished(t, s, vessel)
+	old.requireDeliveredChunk(t, s, vessel, delivered)
 
 	// New cycles share the records held, and are stored compact.
 	bodies := count(t, s, `SELECT count(*) FROM outbox_bodies`)

@@ -3,7 +3,7 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
-	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/yachtmemory/sourcecatalog/catalog"
@@ -62,47 +62,50 @@ func sameShared(items []finalize.Item) bool {
 	return true
 }
 
-// sharedTuple is the VALUES tuple of row i of an INSERT whose rows share
-// the values of itemShared, bound once as ?1 to ?8, each row binding its
-// kind, path, source_ref and record after them: a row binds 4 values, not
-// 12, and the vessel's bytes are copied into SQLite once a statement, not
-// once a row.
-func sharedTuple(i int) string {
-	n := sharedColumns + 4*i
-	return fmt.Sprintf("(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?%d, ?%d, ?%d, ?%d)", n+1, n+2, n+3, n+4)
+// appendSharedTuple appends the VALUES tuple of row i of an INSERT whose
+// rows share the values of itemShared, bound once as ?1 to ?8, each row
+// binding its kind, path, source_ref and record after them: a row binds 4
+// values, not 12, and the vessel's bytes are copied into SQLite once a
+// statement, not once a row.
+func appendSharedTuple(dst []byte, i int) []byte {
+	dst = append(dst, "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8"...)
+	for n := sharedColumns + 4*i + 1; n <= sharedColumns+4*i+4; n++ {
+		dst = strconv.AppendInt(append(dst, ", ?"...), int64(n), 10)
+	}
+	return append(dst, ')')
 }
+
+// itemTuple is the VALUES tuple of a row binding every value.
+var itemTuple = "(" + strings.TrimSuffix(strings.Repeat("?, ", itemColumnCount), ", ") + ")"
 
 // insertItems writes items into table in multi-row INSERTs ending with
 // suffix (an upsert clause, or ""). A batch whose items share the values
-// of itemShared binds them once (sharedTuple); another binds every value
-// of every row. Both write the same rows.
+// of itemShared binds them once (appendSharedTuple); another binds every
+// value of every row. Both write the same rows.
 func (b *base) insertItems(ctx context.Context, table, suffix string, vessel []byte, items []finalize.Item) error {
 	for start := 0; start < len(items); start += itemBatch {
 		batch := items[start:min(start+itemBatch, len(items))]
+		shared := sameShared(batch)
 		var args []any
-		var values strings.Builder
-		if sameShared(batch) {
+		if shared {
 			args = itemShared(make([]any, 0, sharedColumns+4*len(batch)), vessel, batch[0])
-			for i, it := range batch {
-				if i > 0 {
-					values.WriteString(", ")
-				}
-				values.WriteString(sharedTuple(i))
-				args = append(args, int64(it.Key.Kind), it.Key.Path, it.Key.SourceRef, it.Record)
-			}
 		} else {
-			args = make([]any, 0, len(batch)*itemColumnCount)
-			tuple := "(" + strings.TrimSuffix(strings.Repeat("?, ", itemColumnCount), ", ") + ")"
-			for i, it := range batch {
-				if i > 0 {
-					values.WriteString(", ")
-				}
-				values.WriteString(tuple)
+			args = make([]any, 0, itemColumnCount*len(batch))
+		}
+		q := append([]byte(nil), "INSERT INTO "+table+" ("+itemColumns+") VALUES "...)
+		for i, it := range batch {
+			if i > 0 {
+				q = append(q, ", "...)
+			}
+			if shared {
+				q = appendSharedTuple(q, i)
+				args = append(args, int64(it.Key.Kind), it.Key.Path, it.Key.SourceRef, it.Record)
+			} else {
+				q = append(q, itemTuple...)
 				args = itemRow(args, vessel, it)
 			}
 		}
-		q := "INSERT INTO " + table + " (" + itemColumns + ") VALUES " + values.String() + suffix
-		if _, err := b.execRows(ctx, "write items", q, args...); err != nil {
+		if _, err := b.execRows(ctx, "write items", string(append(q, suffix...)), args...); err != nil {
 			return err
 		}
 	}
