@@ -463,27 +463,38 @@ func TestHTTP2RapidReset(t *testing.T) {
 	assert.LessOrEqual(t, after, before+5, "goroutines before %d, after %d", before, after)
 }
 
-// A flood of PINGs whose acknowledgements are never read does not make
-// the server queue them without bound: it ends the connection (past its
-// queue of control frames) or stops reading it (its writes blocked), and
-// another vessel is served meanwhile.
-func TestHTTP2PingFlood(t *testing.T) {
-	r := startRig(t, rigConfig{})
-	cert, other := r.ca.vessel(t, vesselA), r.ca.vessel(t, vesselB)
-	c := dialH2(t, r, &cert, 4<<10)
-	c.mu.Lock() // read nothing more: the acknowledgements pile up
-	require.NoError(t, c.conn.SetWriteDeadline(time.Now().Add(5*time.Second)))
-	var err error
-	sent := 0
-	for ; sent < 1_000_000 && err == nil; sent++ {
-		err = c.write(framePing, 0, 0, make([]byte, 8))
+// A flood of PINGs, or of SETTINGS, whose acknowledgements are never
+// read does not make the server queue them without bound: it ends the
+// connection (past its queue of control frames) or stops reading it (its
+// writes blocked), and another vessel is served meanwhile.
+func TestHTTP2ControlFrameFlood(t *testing.T) {
+	for _, flood := range []struct {
+		name    string
+		typ     byte
+		payload []byte
+	}{
+		{"PING", framePing, make([]byte, 8)},
+		{"SETTINGS", frameSettings, []byte{0, 4, 0, 0, 0xff, 0xff}}, // SETTINGS_INITIAL_WINDOW_SIZE 65535
+	} {
+		t.Run(flood.name, func(t *testing.T) {
+			r := startRig(t, rigConfig{})
+			cert, other := r.ca.vessel(t, vesselA), r.ca.vessel(t, vesselB)
+			c := dialH2(t, r, &cert, 4<<10)
+			c.mu.Lock() // read nothing more: the acknowledgements pile up
+			require.NoError(t, c.conn.SetWriteDeadline(time.Now().Add(5*time.Second)))
+			var err error
+			sent := 0
+			for ; sent < 1_000_000 && err == nil; sent++ {
+				err = c.write(flood.typ, 0, 0, flood.payload)
+			}
+			c.mu.Unlock()
+			require.Error(t, err, "the server took %d %s frames unread", sent, flood.name)
+			t.Logf("cut after %d frames: %v", sent, err)
+			b := commitCycle(t, vesselB, uuid.Nil, "nav", 1)
+			_, err = r.client(t, &other).Send(context.Background(), b.entries[0])
+			require.NoError(t, err)
+		})
 	}
-	c.mu.Unlock()
-	require.Error(t, err, "the server took %d PINGs unread", sent)
-	t.Logf("cut after %d frames: %v", sent, err)
-	b := commitCycle(t, vesselB, uuid.Nil, "nav", 1)
-	_, err = r.client(t, &other).Send(context.Background(), b.entries[0])
-	require.NoError(t, err)
 }
 
 // A header list far over MaxHeaderBytes, in CONTINUATION frames, never
